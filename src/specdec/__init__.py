@@ -1,0 +1,1 @@
+"""specdec: faster generation for Hugging Face causal LMs with speculative decoding."""

@@ -1,0 +1,43 @@
+"""Evaluation prompts from ``../shared`` (never a library dependency: callers skip when absent)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from specdec.errors import ModelNotFoundError
+
+#: Spec-Bench's six tasks; its MT-bench part is spread over eight MT-bench categories.
+SPEC_BENCH_TASKS = ("mt_bench", "translation", "summarization", "qa", "math_reasoning", "rag")
+_NOT_MT_BENCH = set(SPEC_BENCH_TASKS) - {"mt_bench"}
+
+
+def default_shared_dir() -> Path:
+    """``../shared`` next to the repository checkout."""
+    return Path(__file__).resolve().parents[3].parent / "shared"
+
+
+def spec_bench_path(shared: Path | None = None) -> Path:
+    return (shared or default_shared_dir()) / "data" / "eval" / "spec_bench" / "question.jsonl"
+
+
+def load_spec_bench(path: Path, per_task: int) -> list[dict]:
+    """First turns of a stratified subset: ``per_task`` prompts per task, evenly spaced in each task.
+
+    Returns dicts with ``question_id``, ``task`` and ``prompt``.
+    """
+    if not path.is_file():
+        raise ModelNotFoundError(
+            f"Spec-Bench prompts not found at {path}; they live in ../shared/data/eval/spec_bench "
+            "(pass --spec-bench to point elsewhere)"
+        )
+    by_task: dict[str, list[dict]] = {task: [] for task in SPEC_BENCH_TASKS}
+    for line in path.read_text().splitlines():
+        row = json.loads(line)
+        task = row["category"] if row["category"] in _NOT_MT_BENCH else "mt_bench"
+        by_task[task].append({"question_id": row["question_id"], "task": task, "prompt": row["turns"][0]})
+    chosen = []
+    for rows in by_task.values():
+        step = max(1, len(rows) // per_task)
+        chosen.extend(rows[::step][:per_task])
+    return chosen

@@ -1,0 +1,150 @@
+"""``specdec bench``: Spec-Bench speed of every method, side by side, in one run.
+
+All methods see the same prompts (first turns, chat template applied) and the same
+max_new_tokens, greedy, interleaved prompt by prompt so machine drift hits them alike: HF
+``generate`` (plain), HF assisted generation with the same drafts, our plain decoding and our
+speculative sampling with each drafter. Ratios, not absolute times, are the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from rich.progress import Progress
+
+from specdec.benchmarks.data import load_spec_bench, spec_bench_path
+from specdec.benchmarks.report import machine_info, summarize, write_markdown
+from specdec.drafters import ModelDrafter, PromptLookupDrafter, make_drafter
+from specdec.models import load_model
+from specdec.pipeline import Pipeline
+
+DEFAULT_DRAFTERS = "prompt-lookup,int8,first-8"
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    kind: str  # "hf-plain", "hf-assisted", "plain" or "sps"
+    drafter: str | None = None
+    gamma: str = "adaptive"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--drafters", default=DEFAULT_DRAFTERS, help="comma-separated drafter specs")
+    parser.add_argument("--per-task", type=int, default=2, help="prompts per Spec-Bench task (6 tasks)")
+    parser.add_argument("--limit", type=int, default=None, help="cap the number of prompts")
+    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument(
+        "--heuristic-for",
+        default="prompt-lookup",
+        help="drafters also run with HF's +2/-1 γ rule, to compare with the adaptive policy",
+    )
+    parser.add_argument("--no-hf", action="store_true", help="skip the HF transformers baselines")
+    parser.add_argument("--spec-bench", type=Path, default=None, help="path to Spec-Bench question.jsonl")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/specbench.json"))
+    parser.add_argument("--markdown", type=Path, default=Path("BENCHMARKS.md"))
+    parser.add_argument("--cache-dir", default=None)
+
+
+def plan_methods(drafters: list[str], heuristic_for: list[str], with_hf: bool) -> list[Method]:
+    methods = [Method("hf-plain", "hf-plain")] if with_hf else []
+    methods += [Method("ours-plain", "plain")]
+    for spec in drafters:
+        if with_hf:
+            methods.append(Method(f"hf-assisted[{spec}]", "hf-assisted", spec))
+        methods.append(Method(f"ours-sps[{spec}]", "sps", spec))
+        if spec in heuristic_for:
+            methods.append(Method(f"ours-sps[{spec}, +2/-1]", "sps", spec, "heuristic"))
+    return methods
+
+
+class Runner:
+    """Holds the models and drafters once; runs one method on one prompt."""
+
+    def __init__(self, model, tokenizer, drafter_specs: list[str], cache_dir):
+        self.model, self.tokenizer = model, tokenizer
+        self.pipe = Pipeline(model, tokenizer)
+        self.drafters = {
+            spec: make_drafter(spec, model, tokenizer, cache_dir=cache_dir) for spec in drafter_specs
+        }
+
+    def run(self, method: Method, prompt_ids: list[int], max_new_tokens: int) -> dict:
+        if method.kind.startswith("hf"):
+            return self._run_hf(method, prompt_ids, max_new_tokens)
+        pipe = self.pipe if method.kind == "plain" else self.pipe.with_drafter(self.drafters[method.drafter])
+        out = pipe.generate(
+            prompt_ids, max_new_tokens=max_new_tokens, gamma=method.gamma, speculative=method.kind == "sps"
+        )
+        return {"tokens": out.token_ids[0], "time": out.stats.total_time, "stats": out.stats.as_dict()}
+
+    def _run_hf(self, method: Method, prompt_ids: list[int], max_new_tokens: int) -> dict:
+        kwargs = dict(
+            max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=self.tokenizer.pad_token_id
+        )
+        if method.kind == "hf-assisted":
+            drafter = self.drafters[method.drafter]
+            if isinstance(drafter, PromptLookupDrafter):
+                kwargs["prompt_lookup_num_tokens"] = 10  # HF's documented setting
+            elif isinstance(drafter, ModelDrafter):
+                kwargs["assistant_model"] = drafter.model
+            else:
+                raise ValueError(f"no HF equivalent for drafter {method.drafter}")
+        ids = torch.tensor([prompt_ids])
+        start = time.perf_counter()
+        with torch.inference_mode():
+            out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **kwargs)
+        elapsed = time.perf_counter() - start
+        return {"tokens": out[0, len(prompt_ids) :].tolist(), "time": elapsed, "stats": None}
+
+
+def run_from_args(args: argparse.Namespace) -> dict:
+    path = args.spec_bench or spec_bench_path()
+    prompts = load_spec_bench(path, args.per_task)[: args.limit]
+    loaded = load_model(args.model, cache_dir=args.cache_dir)
+    drafters = [d for d in args.drafters.split(",") if d]
+    methods = plan_methods(drafters, [d for d in args.heuristic_for.split(",") if d], not args.no_hf)
+    runner = Runner(loaded.model, loaded.tokenizer, drafters, args.cache_dir)
+    encode = loaded.tokenizer.apply_chat_template
+    warm = encode([{"role": "user", "content": "Hello!"}], add_generation_prompt=True, tokenize=True)
+    warm = list(warm["input_ids"] if hasattr(warm, "keys") else warm)
+
+    records = []
+    with Progress() as progress:
+        task = progress.add_task("Spec-Bench", total=len(prompts) * len(methods))
+        for method in methods:  # warm-up: first calls pay one-time allocation and packing costs
+            runner.run(method, warm, 8)
+        for prompt in prompts:
+            ids = encode(
+                [{"role": "user", "content": prompt["prompt"]}], add_generation_prompt=True, tokenize=True
+            )
+            ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+            for method in methods:
+                result = runner.run(method, ids, args.max_new_tokens)
+                records.append({"method": method.name, **prompt, "prompt_tokens": len(ids), **result})
+                progress.advance(task)
+
+    report = {
+        "machine": machine_info(),
+        "config": {
+            "model": loaded.source,
+            "drafters": drafters,
+            "prompts": len(prompts),
+            "per_task": args.per_task,
+            "max_new_tokens": args.max_new_tokens,
+            "decoding": "greedy",
+            "spec_bench": str(path),
+        },
+        "summary": summarize(records, [m.name for m in methods]),
+        "records": records,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1))
+    write_markdown(report, args.markdown)
+    print(args.markdown.read_text())
+    return report

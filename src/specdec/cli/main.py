@@ -1,0 +1,74 @@
+"""``specdec`` command line: generate (and the demo) and bench."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from specdec.errors import SpecDecError
+
+DEMO_PROMPT = "Explain in a few sentences why the sky is blue."
+
+
+def _add_model_args(parser: argparse.ArgumentParser) -> None:
+    from specdec.drafters import DRAFTER_SPECS
+
+    parser.add_argument("--model", default="smollm2-135m", help="target: built-in name, HF folder or .gguf")
+    parser.add_argument("--drafter", default="int8", help=f"drafter: {DRAFTER_SPECS}")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--cache-dir", default=None, help="where converted models are cached")
+
+
+def _add_generate_args(parser: argparse.ArgumentParser, default_prompt: str | None) -> None:
+    _add_model_args(parser)
+    parser.add_argument("prompt", nargs="?" if default_prompt else None, default=default_prompt)
+    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--top-k", type=int, default=0)
+    parser.add_argument("--top-p", type=float, default=1.0)
+    parser.add_argument("--gamma", default="adaptive", help="draft length: an int, 'adaptive' or 'heuristic'")
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
+    parser.add_argument("--no-chat", action="store_true", help="don't apply the chat template")
+    parser.add_argument("--no-speculative", action="store_true", help="plain decoding only")
+    parser.add_argument(
+        "--compare", action="store_true", help="also time plain decoding and print the speedup"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="specdec", description="Speculative decoding for HF causal LMs")
+    sub = parser.add_subparsers(dest="command", required=True)
+    gen = sub.add_parser("generate", help="generate text, marking accepted draft tokens")
+    _add_generate_args(gen, default_prompt=None)
+    demo = sub.add_parser("demo", help="answer a chat prompt with and without speculation, print the speedup")
+    _add_generate_args(demo, default_prompt=DEMO_PROMPT)
+    bench = sub.add_parser("bench", help="Spec-Bench speed benchmark against HF generate")
+    from specdec.benchmarks.specbench import add_arguments
+
+    add_arguments(bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "bench":
+            from specdec.benchmarks.specbench import run_from_args
+
+            run_from_args(args)
+        else:
+            from specdec.cli.generate import run_generate
+
+            if args.command == "demo":
+                args.compare = True
+            run_generate(args)
+    except SpecDecError as err:
+        print(f"specdec: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

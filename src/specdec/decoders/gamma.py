@@ -1,0 +1,146 @@
+"""Draft-length (γ) policies.
+
+The expected tokens per target call with per-token acceptance α is E(γ) = (1 − α^(γ+1)) / (1 − α),
+and a step costs T_target(γ+1) + γ·T_draft. :class:`AdaptiveGamma` estimates α and both costs
+online and picks the γ that maximises E(γ) / cost(γ), so it shortens drafts when verification
+gets expensive or acceptance drops, where HF's +2/−1 rule only reacts to the last step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specdec.errors import InvalidArgumentError
+
+
+def check_gamma(gamma: int, name: str = "gamma") -> int:
+    if not isinstance(gamma, int) or isinstance(gamma, bool) or gamma < 1:
+        raise InvalidArgumentError(f"{name} (draft length γ) must be an integer >= 1, got {gamma!r}")
+    return gamma
+
+
+def expected_tokens(alpha: float, gamma: int) -> float:
+    """Expected tokens per target call, E(γ) = (1 − α^(γ+1)) / (1 − α)."""
+    if alpha >= 1.0:
+        return gamma + 1.0
+    return (1.0 - alpha ** (gamma + 1)) / (1.0 - alpha)
+
+
+@dataclass
+class StepResult:
+    gamma: int  # draft tokens proposed per row (the longest row)
+    accepted: list[int]  # accepted per row
+    proposed: list[int]  # proposed per row (a model-free drafter may propose fewer than γ)
+    verify_time: float
+    draft_time: float
+
+
+class GammaPolicy:
+    def next_gamma(self) -> int:
+        raise NotImplementedError
+
+    def update(self, step: StepResult) -> None:
+        pass
+
+
+class FixedGamma(GammaPolicy):
+    def __init__(self, gamma: int):
+        self.gamma = check_gamma(gamma)
+
+    def next_gamma(self) -> int:
+        return self.gamma
+
+    def __repr__(self) -> str:
+        return f"fixed(γ={self.gamma})"
+
+
+class HeuristicGamma(GammaPolicy):
+    """HF assisted generation's rule: +2 after a fully accepted draft, −1 otherwise."""
+
+    def __init__(self, initial: int = 5, max_gamma: int = 16):
+        self.gamma, self.max_gamma = check_gamma(initial, "initial"), check_gamma(max_gamma, "max_gamma")
+
+    def next_gamma(self) -> int:
+        return self.gamma
+
+    def update(self, step: StepResult) -> None:
+        all_accepted = all(a == p for a, p in zip(step.accepted, step.proposed, strict=True))
+        self.gamma = min(self.max_gamma, self.gamma + 2) if all_accepted else max(1, self.gamma - 1)
+
+    def __repr__(self) -> str:
+        return "heuristic(+2/-1)"
+
+
+class AdaptiveGamma(GammaPolicy):
+    """Pick γ maximising E(γ) / (T_target(γ+1) + γ·T_draft) with online estimates.
+
+    α is estimated with exponentially decayed counts of accepted tokens and rejections (the MLE
+    of a geometric acceptance run); T_target(k) = a + b·k by decayed least squares over the
+    verify calls seen; T_draft is the decayed mean time per drafted token. Timing feedback makes
+    γ depend on the machine, so sampled outputs are reproducible under a fixed seed only with
+    :class:`FixedGamma` (greedy outputs never depend on γ).
+    """
+
+    def __init__(self, initial: int = 4, max_gamma: int = 12, decay: float = 0.9):
+        self.gamma, self.max_gamma = check_gamma(initial, "initial"), check_gamma(max_gamma, "max_gamma")
+        self.decay = decay
+        self.accepted, self.rejected = 4.0, 1.0  # prior: α ≈ 0.8 until evidence arrives
+        self.draft_time, self.draft_tokens = 0.0, 0.0
+        self._sums = [0.0] * 5  # decayed Σw, Σk, Σk², Σt, Σk·t for the verify-time fit
+
+    def next_gamma(self) -> int:
+        return self.gamma
+
+    @property
+    def alpha(self) -> float:
+        return self.accepted / (self.accepted + self.rejected)
+
+    def verify_time(self, width: int) -> float | None:
+        """T_target(width) from the linear fit, or None before two distinct widths were seen."""
+        w, sk, skk, st, skt = self._sums
+        det = w * skk - sk * sk
+        if w == 0 or det <= 1e-9 * max(1.0, w * skk):
+            return None
+        slope = (w * skt - sk * st) / det
+        intercept = (st - slope * sk) / w
+        return intercept + max(slope, 0.0) * width
+
+    def update(self, step: StepResult) -> None:
+        d = self.decay
+        rows = max(1, len(step.accepted))
+        self.accepted = d * self.accepted + sum(step.accepted) / rows
+        rejections = sum(a < p for a, p in zip(step.accepted, step.proposed, strict=True))
+        self.rejected = d * self.rejected + rejections / rows
+        if step.gamma:
+            self.draft_time = d * self.draft_time + step.draft_time
+            self.draft_tokens = d * self.draft_tokens + step.gamma
+        k, t = step.gamma + 1, step.verify_time
+        self._sums = [d * s + v for s, v in zip(self._sums, (1.0, k, k * k, t, k * t), strict=True)]
+        self.gamma = self._best_gamma(step.gamma)
+
+    def _best_gamma(self, last: int) -> int:
+        t_draft = self.draft_time / self.draft_tokens if self.draft_tokens else 0.0
+        if self.verify_time(1) is None:
+            # Explore so the verify-cost fit sees more than one block width.
+            return max(1, min(self.max_gamma, last + 1 if last < 3 else last - 1))
+        scores = {
+            g: expected_tokens(self.alpha, g) / max(self.verify_time(g + 1) + g * t_draft, 1e-9)
+            for g in range(1, self.max_gamma + 1)
+        }
+        return max(scores, key=scores.get)
+
+    def __repr__(self) -> str:
+        return "adaptive"
+
+
+def make_gamma_policy(gamma: int | str | GammaPolicy) -> GammaPolicy:
+    """``int`` → fixed γ; "adaptive" / "heuristic" → those policies; a policy passes through."""
+    if isinstance(gamma, GammaPolicy):
+        return gamma
+    if gamma == "adaptive":
+        return AdaptiveGamma()
+    if gamma == "heuristic":
+        return HeuristicGamma()
+    if isinstance(gamma, str):
+        raise InvalidArgumentError(f"gamma must be an int >= 1, 'adaptive' or 'heuristic', got {gamma!r}")
+    return FixedGamma(gamma)

@@ -1,0 +1,38 @@
+"""Build a drafter from a short spec string, as the CLI and benchmarks name them."""
+
+from __future__ import annotations
+
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from specdec.drafters.base import Drafter
+from specdec.drafters.derived import PRECISIONS, ReducedPrecisionDrafter, TruncatedDrafter
+from specdec.drafters.model import ModelDrafter
+from specdec.drafters.prompt_lookup import PromptLookupDrafter
+from specdec.errors import InvalidArgumentError
+
+DRAFTER_SPECS = (
+    "int8 | bf16 | fp16 (reduced-precision copy of the target), "
+    "prompt-lookup (n-gram lookup in the context), first-N (the target's first N layers, untrained), "
+    "or a model name / directory / .gguf file (an independent small model with the same tokenizer)"
+)
+
+
+def make_drafter(
+    spec: str,
+    target: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase | None,
+    **load_kwargs,
+) -> Drafter:
+    if spec in PRECISIONS:
+        return ReducedPrecisionDrafter(target, tokenizer, spec)
+    if spec in ("prompt-lookup", "ngram"):
+        return PromptLookupDrafter()
+    if spec.startswith("first-"):
+        layers = spec.removeprefix("first-")
+        if not layers.isdigit():
+            raise InvalidArgumentError(f"drafter {spec!r}: expected first-N with N a number of layers")
+        return TruncatedDrafter(target, tokenizer, int(layers))
+    from specdec.models import load_model  # deferred: only model drafters need the loader
+
+    loaded = load_model(spec, **load_kwargs)
+    return ModelDrafter(loaded.model, loaded.tokenizer, name=spec)

@@ -1,0 +1,110 @@
+"""An independent small causal LM as the drafter (the classic speculative sampling setup)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from specdec.drafters.base import Draft, Drafter
+from specdec.engine import Engine
+from specdec.errors import VocabularyMismatchError
+from specdec.sampling import SamplingConfig, greedy_tokens, logits_to_probs, sample
+
+
+def output_vocab_size(model: PreTrainedModel) -> int:
+    head = model.get_output_embeddings()
+    if head is not None and getattr(head, "out_features", None):
+        return head.out_features
+    return model.config.get_text_config().vocab_size
+
+
+def check_same_vocabulary(
+    target: PreTrainedModel,
+    target_tokenizer: PreTrainedTokenizerBase | None,
+    draft: PreTrainedModel,
+    draft_tokenizer: PreTrainedTokenizerBase | None,
+) -> None:
+    """Token ids mean the same thing on both sides, or verification would compare different words."""
+    target_vocab, draft_vocab = output_vocab_size(target), output_vocab_size(draft)
+    if target_vocab != draft_vocab:
+        raise VocabularyMismatchError(
+            f"target predicts {target_vocab} token ids but the draft predicts {draft_vocab}; "
+            "a draft must use exactly the target's vocabulary"
+        )
+    both = target_tokenizer is not None and draft_tokenizer is not None
+    if both and target_tokenizer.get_vocab() != draft_tokenizer.get_vocab():
+        raise VocabularyMismatchError(
+            "target and draft tokenizers map tokens to different ids "
+            f"({len(target_tokenizer)} vs {len(draft_tokenizer)} entries); use a draft trained with the "
+            "target's tokenizer"
+        )
+
+
+class ModelDrafter(Drafter):
+    """Runs a small model autoregressively on its own engine, rolling it back after each verify."""
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+        *,
+        pack_weights: bool | None = None,
+        name: str = "model",
+    ):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.engine = Engine(model, pack_weights=pack_weights)
+        self.name = name
+
+    def validate(self, target: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None) -> None:
+        check_same_vocabulary(target, tokenizer, self.model, self.tokenizer)
+
+    def begin(self, prompts: Sequence[Sequence[int]], capacity: int) -> None:
+        self.draft_calls = 0
+        self.engine.reset(len(prompts), capacity)
+        if any(len(p) > 1 for p in prompts):
+            self.engine.prefill([p[:-1] for p in prompts])
+        # Tokens the target has settled on but this model has not run yet (1, or 2 after a full accept).
+        self.unseen: list[list[int]] = [[p[-1]] for p in prompts]
+
+    def _feed_unseen(self) -> torch.Tensor:
+        width = max(len(u) for u in self.unseen)
+        tokens = torch.zeros(len(self.unseen), width, dtype=torch.long)
+        mask = torch.zeros_like(tokens, dtype=torch.bool)
+        for row, unseen in enumerate(self.unseen):
+            tokens[row, width - len(unseen) :] = torch.tensor(unseen)
+            mask[row, width - len(unseen) :] = True
+        return self.engine.extend(tokens, token_mask=mask, num_logits=1).logits[:, -1]
+
+    @torch.inference_mode()
+    def propose(self, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None) -> Draft:
+        logits = self._feed_unseen()
+        tokens, probs = [], []
+        for i in range(gamma):
+            if sampling.greedy:
+                token = greedy_tokens(logits)
+            else:
+                p = logits_to_probs(logits, sampling)
+                token = sample(p, generator)
+                probs.append(p)
+            tokens.append(token)
+            if i < gamma - 1:  # the last draft token is only fed once it is accepted
+                logits = self.engine.extend(token[:, None]).logits[:, -1]
+        self.draft_calls += gamma
+        self._last = torch.stack(tokens, dim=1).cpu()
+        return Draft(tokens=self._last, probs=torch.stack(probs, dim=1) if probs else None)
+
+    def update(self, num_accepted: torch.Tensor, next_tokens: torch.Tensor) -> None:
+        gamma = self._last.shape[1]
+        # The engine holds the unseen tokens plus d_1..d_{γ-1}; keep d_1..d_n.
+        self.engine.rollback((gamma - 1 - num_accepted).clamp(min=0))
+        self.unseen = [
+            ([int(self._last[row, -1])] if n == gamma else []) + [int(t)]
+            for row, (n, t) in enumerate(zip(num_accepted.tolist(), next_tokens.tolist(), strict=True))
+        ]
+
+    def select_rows(self, rows: torch.Tensor) -> None:
+        self.engine.select_rows(rows)
+        self.unseen = [self.unseen[i] for i in rows.tolist()]

@@ -1,0 +1,56 @@
+"""Model-free drafting by n-gram lookup in the context (prompt lookup decoding).
+
+Summaries, RAG answers, code edits and multi-turn chat copy long spans of their context; when the
+last n tokens occurred before, the tokens that followed them then are a free guess now. The
+proposal is deterministic, so p is one-hot and verification stays exact under sampling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from specdec.drafters.base import Draft, Drafter
+from specdec.errors import InvalidArgumentError
+from specdec.sampling import SamplingConfig
+
+
+def lookup_continuation(history: Sequence[int], max_ngram: int, min_ngram: int, length: int) -> list[int]:
+    """Tokens that followed the most recent earlier occurrence of the longest matching suffix n-gram."""
+    size = len(history)
+    for n in range(min(max_ngram, size - 1), min_ngram - 1, -1):
+        suffix = list(history[size - n :])
+        for start in range(size - n - 1, -1, -1):
+            if list(history[start : start + n]) == suffix:
+                return list(history[start + n : start + n + length])
+    return []
+
+
+class PromptLookupDrafter(Drafter):
+    def __init__(self, max_ngram: int = 3, min_ngram: int = 1):
+        if not 1 <= min_ngram <= max_ngram:
+            raise InvalidArgumentError(
+                f"need 1 <= min_ngram <= max_ngram, got min_ngram={min_ngram}, max_ngram={max_ngram}"
+            )
+        self.max_ngram, self.min_ngram = max_ngram, min_ngram
+        self.name = "prompt-lookup"
+
+    def begin(self, prompts: Sequence[Sequence[int]], capacity: int) -> None:
+        self.draft_calls = 0
+        self.history = [list(p) for p in prompts]
+
+    def propose(self, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None) -> Draft:
+        guesses = [lookup_continuation(h, self.max_ngram, self.min_ngram, gamma) for h in self.history]
+        tokens = torch.zeros(len(guesses), gamma, dtype=torch.long)
+        for row, guess in enumerate(guesses):
+            tokens[row, : len(guess)] = torch.tensor(guess, dtype=torch.long)
+        self._last = guesses
+        return Draft(tokens=tokens, lengths=torch.tensor([len(g) for g in guesses], dtype=torch.long))
+
+    def update(self, num_accepted: torch.Tensor, next_tokens: torch.Tensor) -> None:
+        for row, (n, t) in enumerate(zip(num_accepted.tolist(), next_tokens.tolist(), strict=True)):
+            self.history[row].extend([*self._last[row][:n], t])
+
+    def select_rows(self, rows: torch.Tensor) -> None:
+        self.history = [self.history[i] for i in rows.tolist()]

@@ -1,0 +1,16 @@
+"""Model execution: cache, kernels and the engine decoders run on."""
+
+from specdec.engine.cache import SlotCache
+from specdec.engine.engine import Engine, ExtendOutput, check_rollback_support, context_size
+from specdec.engine.kernels import PackedLinear, pack_linear_layers, packing_supported
+
+__all__ = [
+    "Engine",
+    "ExtendOutput",
+    "PackedLinear",
+    "SlotCache",
+    "check_rollback_support",
+    "context_size",
+    "pack_linear_layers",
+    "packing_supported",
+]

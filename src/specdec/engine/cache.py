@@ -1,0 +1,84 @@
+"""A preallocated KV cache addressed by *slot*, where rollback is bookkeeping, not copying.
+
+Each layer holds key/value buffers of shape ``[batch, heads, capacity, head_dim]``. A forward
+writes its new tokens into the next free slots; which slots a row may attend to is decided by
+the attention mask the engine builds, not by the cache. Rejecting draft tokens, keeping only the
+accepted branch of a tree, or padding rows of different lengths are then all the same operation:
+marking slots invalid. Compared with ``DynamicCache`` (a ``torch.cat`` per layer per step) nothing
+is reallocated; compared with ``StaticCache`` attention only reads the slots in use.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers.cache_utils import Cache, CacheLayerMixin
+
+
+class SlotLayer(CacheLayerMixin):
+    """One layer's buffers; writes land at the owning cache's ``write_start``."""
+
+    is_compileable = False
+    is_sliding = False
+    is_croppable = True
+
+    def __init__(self, owner: SlotCache):
+        super().__init__()
+        self.owner = owner
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        # Shapes, dtype and device come from the first write so per-layer head counts and
+        # accelerate's per-layer device placement need no configuration.
+        batch, heads = key_states.shape[:2]
+        capacity = self.owner.capacity
+        self.keys = key_states.new_zeros(batch, heads, capacity, key_states.shape[-1])
+        self.values = value_states.new_zeros(batch, heads, capacity, value_states.shape[-1])
+        self.is_initialized = True
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        start = self.owner.write_start
+        end = start + key_states.shape[-2]
+        self.keys[:, :, start:end] = key_states
+        self.values[:, :, start:end] = value_states
+        return self.keys[:, :, :end], self.values[:, :, :end]
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        return self.owner.write_start + query_length, 0
+
+    def get_seq_length(self) -> int:
+        return self.owner.write_start
+
+    def get_max_length(self) -> int:
+        return self.owner.capacity
+
+    def gather_slots(self, index: torch.Tensor) -> None:
+        """Reorder slots per row (``index``: ``[batch, capacity]``), used to squeeze out holes."""
+        if not self.is_initialized:
+            return
+        idx = index.to(self.keys.device)[:, None, :, None]
+        self.keys = self.keys.gather(2, idx.expand_as(self.keys))
+        self.values = self.values.gather(2, idx.expand_as(self.values))
+
+    def select_rows(self, rows: torch.Tensor) -> None:
+        if self.is_initialized:
+            rows = rows.to(self.keys.device)
+            self.keys = self.keys.index_select(0, rows)
+            self.values = self.values.index_select(0, rows)
+
+
+class SlotCache(Cache):
+    """The container the model sees; the engine owns the slot bookkeeping around it."""
+
+    def __init__(self, num_layers: int, capacity: int):
+        self.capacity = capacity
+        self.write_start = 0
+        super().__init__(layers=[SlotLayer(self) for _ in range(num_layers)])
+
+    def gather_slots(self, index: torch.Tensor) -> None:
+        for layer in self.layers:
+            layer.gather_slots(index)
+
+    def select_rows(self, rows: torch.Tensor) -> None:
+        for layer in self.layers:
+            layer.select_rows(rows)

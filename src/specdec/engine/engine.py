@@ -1,0 +1,243 @@
+"""Drive an unmodified transformers causal LM token-block by token-block.
+
+The engine is the one place that talks to the model. Every forward goes through
+:meth:`Engine.extend` with explicit position ids and an explicit 4D attention mask built from the
+slot bookkeeping of :class:`~specdec.engine.cache.SlotCache`. That single mechanism covers
+left-padded batches, rows that accepted different numbers of draft tokens, tree-shaped blocks
+and rollback, so decoders never touch the cache.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from transformers import PreTrainedModel
+
+from specdec.engine.cache import SlotCache
+from specdec.engine.kernels import pack_linear_layers, packing_supported
+from specdec.errors import InvalidArgumentError, PromptError, UnsupportedCacheError
+
+# Layer kinds whose state is a plain per-token KV list, so dropping tokens is exact.
+_ROLLBACK_LAYER_TYPES = {"full_attention", "sliding_attention"}
+_MASKABLE_ATTENTION = {"sdpa", "eager"}
+
+
+@dataclass
+class ExtendOutput:
+    logits: torch.Tensor  # [B, num_logits, V]
+    hidden_states: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> [B, T, d]
+
+
+def check_rollback_support(model: PreTrainedModel) -> None:
+    """Refuse models whose cache cannot be cut back token by token, before any work is done."""
+    config = model.config
+    unsupported = sorted(set(getattr(config, "layer_types", None) or ()) - _ROLLBACK_LAYER_TYPES)
+    if unsupported or getattr(config, "is_encoder_decoder", False):
+        kinds = ", ".join(unsupported) or "encoder-decoder"
+        raise UnsupportedCacheError(
+            f"{type(model).__name__} has {kinds} layers; specdec can only roll back caches of full and "
+            "sliding-window attention layers (recurrent/linear-attention state cannot be rewound per token)."
+        )
+    impl = getattr(config, "_attn_implementation", "sdpa")
+    if impl not in _MASKABLE_ATTENTION:
+        raise UnsupportedCacheError(
+            f"attention implementation {impl!r} cannot take the custom masks speculative decoding needs; "
+            f"load the model with attn_implementation='sdpa' (or 'eager')."
+        )
+
+
+def context_size(model: PreTrainedModel) -> int | None:
+    config = model.config
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+class Engine:
+    """Prefill, extend, roll back and (for trees) keep a path, over one batch of rows.
+
+    Args:
+        model: any transformers causal LM with full or sliding-window attention.
+        pack_weights: use prepacked batch-invariant linear kernels (a packed copy of the model);
+            ``None`` means "when supported" (fp32 on CPU).
+    """
+
+    def __init__(self, model: PreTrainedModel, *, pack_weights: bool | None = None):
+        check_rollback_support(model)
+        if pack_weights is None:
+            pack_weights = packing_supported(model)
+        elif pack_weights and not packing_supported(model):
+            raise InvalidArgumentError("pack_weights=True needs an fp32 model on CPU with oneDNN available")
+        self.model = pack_linear_layers(model) if pack_weights else model
+        self.config = model.config
+        self.max_positions = context_size(model)
+        self.device = next(model.parameters()).device
+        self._eager = getattr(self.config, "_attn_implementation", "sdpa") == "eager"
+        self._window, self._layer_types = self._sliding_setup()
+        self._takes_logits_to_keep = "logits_to_keep" in inspect.signature(self.model.forward).parameters
+        self.cache: SlotCache | None = None
+
+    def _sliding_setup(self) -> tuple[int | None, list[str] | None]:
+        config = self.config
+        window = getattr(config, "sliding_window", None)
+        if not getattr(config, "use_sliding_window", True):
+            window = None
+        return window, getattr(config, "layer_types", None)
+
+    # -- state ---------------------------------------------------------------------------------
+    def reset(self, batch_size: int, capacity: int) -> None:
+        """Start a new batch; ``capacity`` slots per row (prompt + generated + one draft block)."""
+        self.cache = SlotCache(self.config.num_hidden_layers, capacity)
+        self.valid = torch.zeros(batch_size, capacity, dtype=torch.bool, device=self.device)
+        self.slot_pos = torch.zeros(batch_size, capacity, dtype=torch.long, device=self.device)
+        self.length = 0
+        self._block: tuple[int, int] = (0, 0)
+
+    @property
+    def batch_size(self) -> int:
+        return self.valid.shape[0]
+
+    @property
+    def num_tokens(self) -> torch.Tensor:
+        """Tokens held per row, which is also the position id of the row's next token."""
+        return self.valid[:, : self.length].sum(1)
+
+    # -- forward -------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def extend(
+        self,
+        tokens: torch.Tensor,
+        *,
+        token_mask: torch.Tensor | None = None,
+        tree_mask: torch.Tensor | None = None,
+        num_logits: int | None = None,
+        hidden_layers: Sequence[int] = (),
+    ) -> ExtendOutput:
+        """Run the model on a block of new tokens per row and keep them in the cache.
+
+        Args:
+            tokens: ``[B, T]`` new tokens.
+            token_mask: ``[B, T]``, False for padding inside the block (rows needing fewer tokens).
+            tree_mask: ``[T, T]`` or ``[B, T, T]``, True where token i may attend to block token j
+                (its ancestors and itself). Default: causal. Position ids follow the tree depth.
+            num_logits: compute logits for the last ``num_logits`` positions only (prefill: 1).
+            hidden_layers: indices into the model's hidden states (0 = embeddings) to return.
+        """
+        tokens = tokens.to(self.device)
+        batch, width = tokens.shape
+        if batch != self.batch_size:
+            raise InvalidArgumentError(f"block has {batch} rows but the engine holds {self.batch_size}")
+        if self.length + width > self.cache.capacity:
+            self.compact()
+            if self.length + width > self.cache.capacity:
+                raise PromptError(f"the cache is full ({self.cache.capacity} slots); raise its capacity")
+        if token_mask is None:
+            token_mask = torch.ones(batch, width, dtype=torch.bool, device=self.device)
+        token_mask = token_mask.to(self.device)
+        block = torch.ones(width, width, dtype=torch.bool, device=self.device).tril()
+        if tree_mask is not None:
+            block = tree_mask.to(self.device, torch.bool)
+        block = block.expand(batch, width, width) & token_mask[:, None, :]
+        positions = self.num_tokens[:, None] + block.sum(-1) - 1
+        positions = positions.clamp(min=0)
+        if self.max_positions is not None and int(positions.max()) >= self.max_positions:
+            raise PromptError(f"sequence exceeds the model's context of {self.max_positions} tokens")
+        block |= torch.eye(width, dtype=torch.bool, device=self.device)  # padding rows attend to themselves
+        past = self.valid[:, None, : self.length].expand(batch, width, self.length)
+        mask = torch.cat([past, block], dim=-1)[:, None]
+        key_pos = torch.cat([self.slot_pos[:, : self.length], positions], dim=-1)
+
+        start = self.length
+        self.cache.write_start = start
+        kwargs = {}
+        if self._takes_logits_to_keep and num_logits is not None:
+            kwargs["logits_to_keep"] = num_logits
+        out = self.model(
+            input_ids=tokens,
+            position_ids=positions,
+            attention_mask=self._attention_masks(mask, positions, key_pos),
+            past_key_values=self.cache,
+            use_cache=True,
+            output_hidden_states=bool(hidden_layers),
+            **kwargs,
+        )
+        self.valid[:, start : start + width] = token_mask
+        self.slot_pos[:, start : start + width] = positions
+        self.length = start + width
+        self._block = (start, width)
+        logits = out.logits if num_logits is None else out.logits[:, -num_logits:]
+        hidden = {i: out.hidden_states[i] for i in hidden_layers}
+        return ExtendOutput(logits=logits, hidden_states=hidden)
+
+    def _attention_masks(self, mask: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor):
+        masks = {"full_attention": mask}
+        if self._window is not None:
+            in_window = (q_pos[:, :, None] - k_pos[:, None, :]) < self._window
+            masks["sliding_attention"] = mask & in_window[:, None]
+        if self._eager:
+            masks = {k: self._additive(m) for k, m in masks.items()}
+        if self._layer_types is not None:
+            return masks
+        # Models without per-layer types use one mask for all layers: windowed if they have a window.
+        return masks.get("sliding_attention", masks["full_attention"])
+
+    def _additive(self, mask: torch.Tensor) -> torch.Tensor:
+        dtype = self.model.dtype
+        return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(
+            ~mask, torch.finfo(dtype).min
+        )
+
+    def prefill(self, prompts: Sequence[Sequence[int]], *, hidden_layers: Sequence[int] = ()) -> ExtendOutput:
+        """Left-pad the prompts into one block; returns logits at each row's last token."""
+        width = max(len(p) for p in prompts)
+        tokens = torch.zeros(len(prompts), width, dtype=torch.long)
+        token_mask = torch.zeros(len(prompts), width, dtype=torch.bool)
+        for row, prompt in enumerate(prompts):
+            if prompt:
+                tokens[row, width - len(prompt) :] = torch.as_tensor(list(prompt))
+                token_mask[row, width - len(prompt) :] = True
+        return self.extend(tokens, token_mask=token_mask, num_logits=1, hidden_layers=hidden_layers)
+
+    # -- rollback ------------------------------------------------------------------------------
+    def rollback(self, num_tokens: int | torch.Tensor) -> None:
+        """Forget the last ``num_tokens`` tokens of each row (an int, or a ``[B]`` tensor)."""
+        drop = torch.as_tensor(num_tokens, device=self.device).expand(self.batch_size)
+        if bool((drop < 0).any()) or bool((drop > self.num_tokens).any()):
+            raise InvalidArgumentError("cannot roll back more tokens than a row holds")
+        valid = self.valid[:, : self.length]
+        from_end = valid.flip(1).cumsum(1).flip(1)  # valid slots at or after each slot
+        valid &= ~(from_end <= drop[:, None])
+        self._trim()
+
+    def keep(self, keep_mask: torch.Tensor) -> None:
+        """Keep only the marked tokens of the last block (e.g. the accepted path of a tree)."""
+        start, width = self._block
+        self.valid[:, start : start + width] &= keep_mask.to(self.device)
+        self._trim()
+
+    def _trim(self) -> None:
+        used = self.valid[:, : self.length].any(0).nonzero()
+        self.length = int(used[-1]) + 1 if len(used) else 0
+        self.valid[:, self.length :] = False
+
+    def compact(self) -> None:
+        """Move each row's tokens to the front of its slots, squeezing out rolled-back holes."""
+        order = torch.sort((~self.valid).to(torch.int8), dim=1, stable=True).indices
+        self.cache.gather_slots(order)
+        self.slot_pos = self.slot_pos.gather(1, order)
+        counts = self.valid.sum(1)
+        self.valid = torch.arange(self.valid.shape[1], device=self.device)[None, :] < counts[:, None]
+        self.length = int(counts.max()) if len(counts) else 0
+
+    def select_rows(self, rows: torch.Tensor) -> None:
+        """Keep only ``rows`` of the batch (finished rows leave so they cost nothing)."""
+        rows = rows.to(self.device)
+        self.cache.select_rows(rows)
+        self.valid = self.valid.index_select(0, rows)
+        self.slot_pos = self.slot_pos.index_select(0, rows)
+        self._trim()

@@ -1,0 +1,31 @@
+import pytest
+
+from specdec.cli.main import main
+
+
+def test_generate_on_a_local_model_folder(tiny_model_dir, capsys):
+    code = main(["generate", "the quick brown", "--model", str(tiny_model_dir), "--drafter", "first-1",
+                 "--max-new-tokens", "6", "--compare", "--gamma", "3"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "generation stats" in out and "speculative (first-1-layers" in out
+    assert "greedy output identical to plain decoding: True" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--temperature", "-1"], "temperature"),
+        (["--max-new-tokens", "0"], "max_new_tokens"),
+        (["--drafter", "first-x"], "first-N"),
+    ],
+)
+def test_bad_input_exits_with_a_clear_message(tiny_model_dir, capsys, args, message):
+    code = main(["generate", "hi", "--model", str(tiny_model_dir), "--no-chat", *args])
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_missing_model(capsys):
+    assert main(["generate", "hi", "--model", "./no/such/model"]) == 2
+    assert "no/such/model" in capsys.readouterr().err

@@ -1,0 +1,79 @@
+"""Tiny random models and a tiny tokenizer, built offline in milliseconds for the unit tests."""
+
+from __future__ import annotations
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+CORPUS = [
+    "the quick brown fox jumps over the lazy dog. " * 3,
+    "speculative decoding drafts several tokens and the target verifies them in one pass.",
+    "def add(a, b):\n    return a + b\n",
+    "Once upon a time there was a small model that wanted to think like a large one.",
+]
+
+
+def make_tokenizer(vocab_size: int = 320) -> PreTrainedTokenizerFast:
+    """A byte-level BPE tokenizer trained on a few sentences: real merges, fixed vocabulary size."""
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(CORPUS, trainer=trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        bos_token="<|im_start|>",
+        pad_token="<|endoftext|>",
+        chat_template=CHAT_TEMPLATE,
+    )
+
+
+def make_llama(vocab_size: int, seed: int = 0, layers: int = 2, hidden: int = 32) -> LlamaForCausalLM:
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        eos_token_id=2,
+        bos_token_id=1,
+        pad_token_id=0,
+    )
+    model = LlamaForCausalLM(config)
+    # Random init gives near-uniform logits; widen them so greedy paths are not decided by ties.
+    with torch.no_grad():
+        model.lm_head.weight.mul_(8.0)
+    return model.eval()
+
+
+def make_gpt2(vocab_size: int, seed: int = 0, layers: int = 2, hidden: int = 32) -> GPT2LMHeadModel:
+    torch.manual_seed(seed)
+    config = GPT2Config(
+        vocab_size=vocab_size,
+        n_embd=hidden,
+        n_layer=layers,
+        n_head=4,
+        n_positions=256,
+        eos_token_id=2,
+        bos_token_id=1,
+        tie_word_embeddings=False,
+    )
+    model = GPT2LMHeadModel(config)
+    with torch.no_grad():
+        model.lm_head.weight.mul_(8.0)
+    return model.eval()

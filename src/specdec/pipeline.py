@@ -44,9 +44,9 @@ def _is_single(prompts: Any) -> bool:
     if isinstance(prompts, str):
         return True
     items = list(prompts)
-    return (bool(items) and all(isinstance(x, int) for x in items)) or (
-        bool(items) and isinstance(items[0], dict)
-    )
+    if not items:
+        return False
+    return all(isinstance(x, int) for x in items) or isinstance(items[0], dict)
 
 
 def eos_token_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None) -> frozenset[int]:

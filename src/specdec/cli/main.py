@@ -14,7 +14,7 @@ def _add_model_args(parser: argparse.ArgumentParser) -> None:
     from specdec.drafters import DRAFTER_SPECS
 
     parser.add_argument("--model", default="smollm2-135m", help="target: built-in name, HF folder or .gguf")
-    parser.add_argument("--drafter", default="int8", help=f"drafter: {DRAFTER_SPECS}")
+    parser.add_argument("--drafter", default="prompt-lookup", help=f"drafter: {DRAFTER_SPECS}")
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--cache-dir", default=None, help="where converted models are cached")

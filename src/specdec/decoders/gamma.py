@@ -28,7 +28,7 @@ def expected_tokens(alpha: float, gamma: int) -> float:
 
 @dataclass
 class StepResult:
-    gamma: int  # draft tokens proposed per row (the longest row)
+    gamma: int  # draft tokens verified per row (the longest proposal; the block is γ+1 wide)
     accepted: list[int]  # accepted per row
     proposed: list[int]  # proposed per row (a model-free drafter may propose fewer than γ)
     verify_time: float

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from specdec.decoders.common import DecodeResult, capacity_for, context_full, finish
+from specdec.decoders.common import DecodeResult, capacity_for, context_full, finish, next_tokens
 from specdec.decoders.gamma import GammaPolicy, StepResult
 from specdec.decoders.stats import GenerationStats
 from specdec.decoders.stopping import Rows, StopCriteria, StreamCallback
@@ -23,6 +23,9 @@ from specdec.sampling import rejection_sample as _rejection_sample
 
 def verify(draft: Draft, logits: torch.Tensor, sampling: SamplingConfig, generator) -> Verification:
     """Accept/resample the draft against the target logits ``[B, γ+1, V]``."""
+    if draft.gamma == 0:  # nothing proposed: a plain step
+        accepted = torch.zeros(logits.shape[0], dtype=torch.long)
+        return Verification(accepted, next_tokens(logits[:, 0], sampling, generator).cpu())
     lengths = draft.row_lengths()
     if sampling.greedy:
         return greedy_verify(draft.tokens, greedy_tokens(logits).cpu(), draft_lengths=lengths)
@@ -31,6 +34,15 @@ def verify(draft: Draft, logits: torch.Tensor, sampling: SamplingConfig, generat
     if p is None:  # a deterministic proposal is a one-hot p
         p = F.one_hot(draft.tokens, q.shape[-1]).to(q.dtype)
     return _rejection_sample(draft.tokens, p.cpu(), q, generator, draft_lengths=lengths)
+
+
+def trim(draft: Draft) -> Draft:
+    """Drop trailing positions no row proposed anything for."""
+    width = int(draft.row_lengths().max()) if draft.tokens.shape[0] else 0
+    if width == draft.gamma:
+        return draft
+    probs = None if draft.probs is None else draft.probs[:, :width]
+    return Draft(draft.tokens[:, :width], probs, draft.lengths)
 
 
 def speculative_generate(
@@ -64,6 +76,7 @@ def speculative_generate(
             with stats.timed("draft_time", target.device):
                 draft = drafter.propose(g, sampling, generator)
             draft_time = time.perf_counter() - draft_start
+            draft = trim(draft)  # a lookup drafter may find fewer tokens: don't verify padding
             lengths = draft.row_lengths()
             block = torch.cat([pending[:, None], draft.tokens], dim=1)
             block_mask = torch.arange(draft.gamma + 1)[None, :] <= lengths[:, None]
@@ -81,7 +94,8 @@ def speculative_generate(
             stats.proposed_tokens += int(lengths.sum())
             stats.accepted_tokens += int(accepted.sum())
             stats.accepted_histogram.update(accepted.tolist())
-            gamma.update(StepResult(g, accepted.tolist(), lengths.tolist(), verify_time, draft_time))
+            step = StepResult(draft.gamma, accepted.tolist(), lengths.tolist(), verify_time, draft_time)
+            gamma.update(step)
             new = [
                 [*draft.tokens[row, :n].tolist(), t]
                 for row, (n, t) in enumerate(zip(accepted.tolist(), result.next_tokens.tolist(), strict=True))

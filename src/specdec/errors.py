@@ -34,3 +34,11 @@ class ModelNotFoundError(SpecDecError, FileNotFoundError):
 
 class OfflineError(SpecDecError, OSError):
     """A hub id was requested but no model hub is reachable from this machine."""
+
+
+class DataNotFoundError(SpecDecError, FileNotFoundError):
+    """A corpus, prompt set or cached dataset file is missing."""
+
+
+class EmptyDataError(SpecDecError, ValueError):
+    """A corpus or prompt set holds no usable text."""

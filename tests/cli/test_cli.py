@@ -4,8 +4,21 @@ from specdec.cli.main import main
 
 
 def test_generate_on_a_local_model_folder(tiny_model_dir, capsys):
-    code = main(["generate", "the quick brown", "--model", str(tiny_model_dir), "--drafter", "first-1",
-                 "--max-new-tokens", "6", "--compare", "--gamma", "3"])  # fmt: skip
+    code = main(
+        [
+            "generate",
+            "the quick brown",
+            "--model",
+            str(tiny_model_dir),
+            "--drafter",
+            "first-1",
+            "--max-new-tokens",
+            "6",
+            "--compare",
+            "--gamma",
+            "3",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "generation stats" in out and "speculative (first-1-layers" in out

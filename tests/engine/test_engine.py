@@ -151,9 +151,15 @@ def test_hidden_states_of_chosen_layers(model):
 def test_sliding_window_model_matches_full_forward():
     torch.manual_seed(0)
     config = MistralConfig(
-        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, sliding_window=4, max_position_embeddings=64,
-    )  # fmt: skip
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        sliding_window=4,
+        max_position_embeddings=64,
+    )
     model = MistralForCausalLM(config).eval()
     x = tokens(12)
     with torch.inference_mode():

@@ -193,3 +193,28 @@ def test_real_smollm2():
         logits = loaded.model(ids).logits[0, -1]
     assert torch.isfinite(logits).all()
     assert loaded.tokenizer.decode(logits.argmax()).strip() == "Paris"  # verified with transformers 5.23
+
+
+def test_packaged_draft_roundtrip(tmp_path, tiny_model_dir, monkeypatch):
+    """A draft exported with shared base tensors loads by name as a plain HF folder."""
+    import specdec.models.loading as loading_module
+    from specdec.models import packaged
+    from specdec.training import DraftShape, build_draft
+
+    base = load_model(tiny_model_dir)
+    draft = build_draft(base.model, DraftShape(num_layers=1, init_layers=(1,)))
+    with torch.no_grad():
+        draft.model.layers[0].mlp.up_proj.weight.add_(0.01)  # trained weights differ from the base's
+    drafts = tmp_path / "drafts"
+    packaged.export_draft(draft, drafts / "tiny-draft", str(tiny_model_dir), base.model, {"note": "test"})
+    manifest = json.loads((drafts / "tiny-draft" / packaged.MANIFEST).read_text())
+    assert "model.embed_tokens.weight" in manifest["shared"]
+    assert "model.layers.0.mlp.up_proj.weight" not in manifest["shared"]
+    monkeypatch.setattr(packaged, "DRAFTS_DIR", drafts)
+    loaded = loading_module.load_model("tiny-draft", cache_dir=tmp_path / "cache")
+    assert loaded.source == "builtin:tiny-draft"
+    assert loaded.tokenizer.get_vocab() == base.tokenizer.get_vocab()
+    reference = {k: v.to(torch.bfloat16).float() for k, v in draft.state_dict().items()}
+    for key, value in loaded.model.state_dict().items():
+        expected = base.model.state_dict()[key] if key in manifest["shared"] else reference[key]
+        assert torch.equal(value, expected), key

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specdec.errors import ModelNotFoundError
+from specdec.errors import DataNotFoundError
 
 #: Spec-Bench's six tasks; its MT-bench part is spread over eight MT-bench categories.
 SPEC_BENCH_TASKS = ("mt_bench", "translation", "summarization", "qa", "math_reasoning", "rag")
@@ -27,7 +27,7 @@ def load_spec_bench(path: Path, per_task: int) -> list[dict]:
     Returns dicts with ``question_id``, ``task`` and ``prompt``.
     """
     if not path.is_file():
-        raise ModelNotFoundError(
+        raise DataNotFoundError(
             f"Spec-Bench prompts not found at {path}; they live in ../shared/data/eval/spec_bench "
             "(pass --spec-bench to point elsewhere)"
         )

@@ -50,9 +50,15 @@ def _stats_table(results: dict[str, GenerationResult]) -> Table:
         speedup = s.tokens_per_second / base.stats.tokens_per_second if base else float("nan")
         alpha = f"{s.acceptance_rate:.2f}" if s.proposed_tokens else "-"
         table.add_row(
-            name, str(s.new_tokens), f"{s.tokens_per_second:.1f}", f"{speedup:.2f}x", alpha,
-            f"{s.tokens_per_target_call:.2f}", str(s.target_calls), str(s.draft_calls),
-        )  # fmt: skip
+            name,
+            str(s.new_tokens),
+            f"{s.tokens_per_second:.1f}",
+            f"{speedup:.2f}x",
+            alpha,
+            f"{s.tokens_per_target_call:.2f}",
+            str(s.target_calls),
+            str(s.draft_calls),
+        )
     return table
 
 
@@ -68,9 +74,14 @@ def run_generate(args: argparse.Namespace) -> None:
     pipe = Pipeline(target.model, target.tokenizer, drafter=drafter)
     gamma = int(args.gamma) if args.gamma.isdigit() else args.gamma
     kwargs = dict(
-        max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
-        top_p=args.top_p, seed=args.seed, stop=args.stop, chat=not args.no_chat,
-    )  # fmt: skip
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        seed=args.seed,
+        stop=args.stop,
+        chat=not args.no_chat,
+    )
     pipe.generate(args.prompt, max_new_tokens=4, chat=not args.no_chat, speculative=False)  # warm-up
     results: dict[str, GenerationResult] = {}
     if args.compare or args.no_speculative:

@@ -25,6 +25,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.errors import InvalidArgumentError, ModelNotFoundError, OfflineError
+from specdec.models.packaged import packaged_drafts, packaged_folder
 
 SOURCE_FILE = "specdec_source.json"
 _DTYPES = {
@@ -219,6 +220,8 @@ def load_model(
     folder: Path | None = None
     if name in BUILTIN_MODELS:
         folder, source = _builtin_folder(BUILTIN_MODELS[name], cache), f"builtin:{name}"
+    elif name in (drafts := packaged_drafts()):
+        folder, source = packaged_folder(name, drafts[name], cache), f"builtin:{name}"
     elif path.is_dir():
         if not (path / "config.json").is_file():
             ggufs = sorted(path.glob("*.gguf"))
@@ -234,7 +237,7 @@ def load_model(
     ):
         raise ModelNotFoundError(f"model path {path} does not exist")
     elif "/" not in name:
-        builtins = ", ".join(BUILTIN_MODELS)
+        builtins = ", ".join([*BUILTIN_MODELS, *packaged_drafts()])
         raise ModelNotFoundError(
             f"unknown model {name!r}: not a built-in name ({builtins}), an existing "
             "directory, a .gguf file, or an 'org/name' hub id"

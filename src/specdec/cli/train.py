@@ -1,0 +1,185 @@
+"""``specdec train draft`` and ``specdec eval-draft``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+
+from specdec.errors import InvalidArgumentError
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", default="smollm2-135m")
+    parser.add_argument(
+        "--output", required=True, type=Path, help="output folder (checkpoints, final/, logs)"
+    )
+    data = parser.add_argument_group("data")
+    data.add_argument("--corpus", action="append", default=[], help="text / .jsonl(.gz) file (repeatable)")
+    data.add_argument("--text-field", default="text")
+    data.add_argument("--max-chars", type=int, default=5_000_000, help="characters read per corpus file")
+    data.add_argument("--heldout-fraction", type=float, default=0.02)
+    data.add_argument("--align", action="append", default=[], help="alignment prompts KIND:PATH (repeatable)")
+    data.add_argument("--align-count", type=int, default=64, help="prompts per --align source")
+    data.add_argument("--align-max-new-tokens", type=int, default=96)
+    data.add_argument("--align-every", type=int, default=2, help="every k-th step uses alignment data")
+    model = parser.add_argument_group("draft shape")
+    model.add_argument("--layers", type=int, default=4)
+    model.add_argument("--hidden-size", type=int, default=None)
+    model.add_argument("--intermediate-size", type=int, default=None)
+    model.add_argument("--heads", type=int, default=None)
+    model.add_argument("--kv-heads", type=int, default=None)
+    model.add_argument("--init", choices=("target", "fresh"), default="target")
+    model.add_argument("--init-layers", default=None, help="target layers to copy, e.g. 0,1,28,29")
+    opt = parser.add_argument_group("optimisation")
+    opt.add_argument("--steps", type=int, default=1000)
+    opt.add_argument("--batch-size", type=int, default=8)
+    opt.add_argument("--seq-len", type=int, default=128)
+    opt.add_argument("--lr", type=float, default=3e-4)
+    opt.add_argument("--warmup", type=int, default=20)
+    opt.add_argument("--distill", choices=("kl", "soft_ce"), default="kl")
+    opt.add_argument("--temperature", type=float, default=1.0)
+    opt.add_argument("--lambda", dest="distill_weight", type=float, default=0.5, help="KD weight λ in [0, 1]")
+    opt.add_argument("--preset", choices=("tandem-distil",), default=None)
+    opt.add_argument("--eval-every", type=int, default=100)
+    opt.add_argument("--save-every", type=int, default=200)
+    opt.add_argument("--seed", type=int, default=0)
+    opt.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output")
+    parser.add_argument("--cache-dir", default=None)
+
+
+def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", default="smollm2-135m")
+    parser.add_argument(
+        "--draft", required=True, help="a draft model (name, folder) or first-N / int8 / bf16"
+    )
+    parser.add_argument("--heldout", default=None, help="held-out text / .jsonl(.gz) file")
+    parser.add_argument("--heldout-chars", type=int, default=200_000)
+    parser.add_argument("--windows", type=int, default=32)
+    parser.add_argument("--seq-len", type=int, default=128)
+    parser.add_argument("--spec-bench", type=Path, default=None)
+    parser.add_argument("--per-task", type=int, default=1)
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--gamma", type=int, default=4)
+    parser.add_argument("--out", type=Path, default=None, help="write the report as JSON here")
+    parser.add_argument("--cache-dir", default=None)
+
+
+def run_train(args: argparse.Namespace) -> Path:
+    from specdec.models import default_cache_dir, load_model
+    from specdec.pipeline import Pipeline
+    from specdec.training import (
+        DraftShape,
+        TrainConfig,
+        build_draft,
+        generate_alignment_data,
+        load_prompts,
+        read_documents,
+        split_stream,
+        tokenize_stream,
+        train_draft,
+    )
+
+    config = TrainConfig(
+        output_dir=str(args.output),
+        steps=args.steps,
+        batch_size=args.batch_size,
+        seq_len=args.seq_len,
+        lr=args.lr,
+        warmup_steps=args.warmup,
+        distill=args.distill,
+        temperature=args.temperature,
+        distill_weight=args.distill_weight,
+        preset=args.preset,
+        align_every=args.align_every if args.align else 0,
+        eval_every=args.eval_every,
+        save_every=args.save_every,
+        seed=args.seed,
+        resume=args.resume,
+        extra={
+            "target": args.target,
+            "corpus": args.corpus,
+            "max_chars": args.max_chars,
+            "align": args.align,
+            "align_count": args.align_count,
+            "align_max_new_tokens": args.align_max_new_tokens,
+        },
+    )
+    target = load_model(args.target, cache_dir=args.cache_dir)
+    train_stream = heldout = None
+    if args.corpus:
+        docs = [d for path in args.corpus for d in read_documents(path, args.text_field, args.max_chars)]
+        train_stream, heldout = split_stream(tokenize_stream(docs, target.tokenizer), args.heldout_fraction)
+    alignment = None
+    if args.align:
+        prompts = [p for spec in args.align for p in load_prompts(spec, args.align_count, args.seed)]
+        cache = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
+        alignment = generate_alignment_data(
+            Pipeline(target.model, target.tokenizer),
+            prompts,
+            source=target.source,
+            max_new_tokens=args.align_max_new_tokens,
+            cache_dir=cache / "alignment",
+        )
+    if not args.corpus and not args.align:
+        raise InvalidArgumentError("give at least one --corpus or --align source")
+    init_layers = tuple(int(i) for i in args.init_layers.split(",")) if args.init_layers else None
+    shape = DraftShape(
+        args.layers,
+        args.hidden_size,
+        args.intermediate_size,
+        args.heads,
+        args.kv_heads,
+        args.init,
+        init_layers,
+    )
+    draft = build_draft(target.model, shape, seed=args.seed)
+    config.extra["shape"] = shape.__dict__
+    final = train_draft(
+        draft,
+        target.model,
+        target.tokenizer,
+        config,
+        train_stream=train_stream,
+        heldout_stream=heldout,
+        alignment=alignment,
+    )
+    print(f"final draft: {final}")
+    return final
+
+
+def run_eval(args: argparse.Namespace) -> dict:
+    from specdec.benchmarks.data import load_spec_bench, spec_bench_path
+    from specdec.drafters import ModelDrafter, make_drafter
+    from specdec.models import load_model
+    from specdec.training import evaluate_draft, fixed_windows, read_documents, tokenize_stream
+
+    target = load_model(args.target, cache_dir=args.cache_dir)
+    drafter = make_drafter(args.draft, target.model, target.tokenizer, cache_dir=args.cache_dir)
+    if not isinstance(drafter, ModelDrafter):
+        raise InvalidArgumentError(f"eval-draft needs a draft model; {args.draft!r} has none")
+    drafter.validate(target.model, target.tokenizer)
+    windows = None
+    if args.heldout:
+        stream = tokenize_stream(read_documents(args.heldout, max_chars=args.heldout_chars), target.tokenizer)
+        windows = fixed_windows(stream, args.windows, args.seq_len + 1)
+    prompts = [p["prompt"] for p in load_spec_bench(args.spec_bench or spec_bench_path(), args.per_task)]
+    with torch.inference_mode():
+        report = evaluate_draft(
+            target.model,
+            drafter.model,
+            target.tokenizer,
+            heldout_windows=windows,
+            prompts=prompts,
+            max_new_tokens=args.max_new_tokens,
+            gamma=args.gamma,
+        )
+    report["draft"], report["target"] = args.draft, target.source
+    text = json.dumps(report, indent=1)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    return report

@@ -1,0 +1,195 @@
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from specdec.errors import DataNotFoundError, EmptyDataError, InvalidArgumentError, VocabularyMismatchError
+from specdec.pipeline import Pipeline
+from specdec.training import (
+    DraftShape,
+    TrainConfig,
+    build_draft,
+    distillation,
+    evaluate,
+    fixed_windows,
+    generate_alignment_data,
+    read_documents,
+    split_stream,
+    tokenize_stream,
+    train_draft,
+)
+from specdec.training import alignment as alignment_module
+from tiny import make_gpt2, make_llama, make_tokenizer
+
+SHAKESPEARE = Path(__file__).resolve().parents[2].parent / "shared/data/train/tinyshakespeare/input.txt"
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return make_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def streams(tok):
+    if not SHAKESPEARE.is_file():
+        pytest.skip(f"tinyshakespeare not found at {SHAKESPEARE} (../shared is absent)")
+    docs = read_documents(SHAKESPEARE, max_chars=60_000)
+    return split_stream(tokenize_stream(docs, tok), 0.1)
+
+
+@pytest.fixture(scope="module")
+def target(tok):
+    return make_llama(len(tok), seed=0, layers=2, hidden=32)
+
+
+def small_config(tmp_path, **overrides) -> TrainConfig:
+    base = dict(
+        output_dir=str(tmp_path),
+        steps=60,
+        batch_size=8,
+        seq_len=32,
+        lr=3e-3,
+        warmup_steps=5,
+        eval_every=1000,
+        save_every=1000,
+        distill_weight=0.5,
+        freeze_embeddings=False,
+    )
+    return TrainConfig(**{**base, **overrides})
+
+
+def test_training_lowers_loss_and_raises_agreement(tmp_path, tok, target, streams):
+    """Pretrain a tiny target on tinyshakespeare (CE only), then distil a fresh draft from it with
+    the Tandem-Distil preset: the loss falls and agreement with the target rises."""
+    train, heldout = streams
+    teacher_dir = train_draft(
+        copy.deepcopy(target),
+        target,
+        tok,
+        small_config(tmp_path / "teacher", distill_weight=0.0),
+        train_stream=train,
+        heldout_stream=heldout,
+    )
+    teacher = type(target).from_pretrained(teacher_dir).eval()
+    draft = build_draft(teacher, DraftShape(num_layers=1, init="fresh"), seed=3)
+    windows = fixed_windows(heldout, 16, 33)
+    before = evaluate(draft, teacher, windows)
+    config = small_config(tmp_path / "draft", preset="tandem-distil", steps=80)
+    final = train_draft(draft, teacher, tok, config, train_stream=train, heldout_stream=heldout)
+    after = evaluate(type(draft).from_pretrained(final), teacher, windows)
+    assert after["heldout_ce"] < before["heldout_ce"] - 0.5
+    assert after["top1_agreement"] > before["top1_agreement"] + 0.1
+    assert after["alpha"] > before["alpha"] + 0.1
+    log = [json.loads(line) for line in (tmp_path / "draft" / "log.jsonl").read_text().splitlines()]
+    assert len(log) == 80 and "heldout_ce" in log[-1]
+    assert {r["lambda"] for r in log} == {0.0, 0.5}  # the preset's two stages
+    assert sum(r["ce"] for r in log[-5:]) < sum(r["ce"] for r in log[:5]) - 2.5
+    assert json.loads((tmp_path / "draft" / "train_config.json").read_text())["preset"] == "tandem-distil"
+
+
+def test_distillation_is_zero_for_identical_models():
+    logits = torch.randn(2, 5, 11)
+    for temperature in (0.5, 1.0, 3.0):
+        assert distillation(logits, logits.clone(), temperature).abs().item() < 1e-6
+    assert distillation(logits, torch.randn(2, 5, 11)).item() > 0.01
+    entropy = -(logits.softmax(-1) * logits.log_softmax(-1)).sum(-1).mean()
+    torch.testing.assert_close(distillation(logits, logits, kind="soft_ce"), entropy)
+
+
+def test_resume_reproduces_an_uninterrupted_run(tmp_path, tok, target, streams):
+    train, heldout = streams
+    full_dir, resumed_dir = tmp_path / "full", tmp_path / "resumed"
+    config = dict(steps=10, save_every=5)
+    full = train_draft(
+        build_draft(target, DraftShape(1, init="fresh"), seed=1),
+        target,
+        tok,
+        small_config(full_dir, **config),
+        train_stream=train,
+        heldout_stream=heldout,
+    )
+    # An interrupted run left checkpoint-5 behind; a new process resumes from it.
+    resumed_dir.mkdir()
+    (resumed_dir / "checkpoint-5").symlink_to(full_dir / "checkpoint-5", target_is_directory=True)
+    resumed = train_draft(
+        build_draft(target, DraftShape(1, init="fresh"), seed=99),
+        target,
+        tok,
+        small_config(resumed_dir, resume=True, **config),
+        train_stream=train,
+        heldout_stream=heldout,
+    )
+    a, b = (type(target).from_pretrained(p).state_dict() for p in (full, resumed))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_alignment_data_is_deterministic_and_cached(tmp_path, tok, target, monkeypatch):
+    pipe = Pipeline(target, tok)
+    prompts = ["the quick brown fox", "def add(a, b):", "Once upon a time"]
+    first = generate_alignment_data(pipe, prompts, source="tiny", max_new_tokens=6, cache_dir=tmp_path)
+    fresh = generate_alignment_data(
+        pipe, prompts, source="tiny", max_new_tokens=6, cache_dir=tmp_path / "again"
+    )
+    assert [e.answer_ids for e in first] == [e.answer_ids for e in fresh]
+    assert all(len(e.answer_ids) == 6 for e in first)
+    assert first[0].prompt_ids == pipe.encode(prompts[0], chat=True)
+
+    def fail(*args, **kwargs):
+        raise AssertionError("cache miss: generation ran again")
+
+    monkeypatch.setattr(alignment_module.Pipeline, "generate", fail)
+    cached = generate_alignment_data(pipe, prompts, source="tiny", max_new_tokens=6, cache_dir=tmp_path)
+    assert [e.__dict__ for e in cached] == [e.__dict__ for e in first]
+    assert len(list(tmp_path.glob("alignment-*.jsonl"))) == 1
+
+
+def test_alignment_only_training(tmp_path, tok, target):
+    pipe = Pipeline(target, tok)
+    data = generate_alignment_data(
+        pipe, ["the quick", "def f():"], source="tiny", max_new_tokens=8, cache_dir=tmp_path
+    )
+    draft = build_draft(target, DraftShape(1, init="fresh"), seed=2)
+    final = train_draft(
+        draft,
+        target,
+        tok,
+        small_config(tmp_path / "out", steps=5),
+        train_stream=None,
+        heldout_stream=None,
+        alignment=data,
+    )
+    assert (final / "config.json").is_file()
+
+
+def test_build_draft_from_target_layers(tok):
+    target = make_llama(len(tok), seed=0, layers=4, hidden=32)
+    draft = build_draft(target, DraftShape(num_layers=2, init_layers=(0, 3)))
+    assert draft.config.num_hidden_layers == 2
+    assert torch.equal(draft.model.layers[1].mlp.up_proj.weight, target.model.layers[3].mlp.up_proj.weight)
+    assert torch.equal(draft.model.embed_tokens.weight, target.model.embed_tokens.weight)
+    narrow = build_draft(target, DraftShape(num_layers=1, hidden_size=16, num_heads=2))
+    assert narrow(torch.tensor([[5, 6, 7]])).logits.shape == (1, 3, len(tok))
+
+
+def test_clear_errors(tmp_path, tok, target):
+    with pytest.raises(DataNotFoundError, match="not found"):
+        read_documents(tmp_path / "missing.txt")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(EmptyDataError, match="no text"):
+        read_documents(empty)
+    with pytest.raises(InvalidArgumentError, match="λ"):
+        small_config(tmp_path, distill_weight=1.5)
+    with pytest.raises(InvalidArgumentError, match="temperature"):
+        small_config(tmp_path, temperature=0.0)
+    with pytest.raises(VocabularyMismatchError):
+        train_draft(
+            make_gpt2(len(tok) + 5),
+            target,
+            tok,
+            small_config(tmp_path),
+            train_stream=torch.arange(100),
+            heldout_stream=None,
+        )

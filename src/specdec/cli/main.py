@@ -46,13 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_generate_args(demo, default_prompt=DEMO_PROMPT)
     bench = sub.add_parser("bench", help="Spec-Bench speed benchmark against HF generate")
     from specdec.benchmarks.specbench import add_arguments
-    from specdec.cli.train import add_eval_arguments, add_train_arguments
+    from specdec.cli.train import add_eval_arguments, add_export_arguments, add_train_arguments
 
     add_arguments(bench)
     train = sub.add_parser("train", help="train models the methods need").add_subparsers(
         dest="what", required=True
     )
     add_train_arguments(train.add_parser("draft", help="train a small draft model for a target"))
+    add_export_arguments(train.add_parser("export", help="package a trained draft to load it by name"))
     add_eval_arguments(sub.add_parser("eval-draft", help="agreement, α and SpS tokens/call of a draft"))
     return parser
 
@@ -65,9 +66,12 @@ def main(argv: list[str] | None = None) -> int:
 
             run_from_args(args)
         elif args.command in ("train", "eval-draft"):
-            from specdec.cli.train import run_eval, run_train
+            from specdec.cli.train import run_eval, run_export, run_train
 
-            run_train(args) if args.command == "train" else run_eval(args)
+            if args.command == "eval-draft":
+                run_eval(args)
+            else:
+                run_export(args) if args.what == "export" else run_train(args)
         else:
             from specdec.cli.generate import run_generate
 

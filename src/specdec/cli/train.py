@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import torch
+from tqdm.auto import tqdm
 
 from specdec.errors import InvalidArgumentError
 
@@ -48,6 +49,14 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     opt.add_argument("--seed", type=int, default=0)
     opt.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output")
     parser.add_argument("--cache-dir", default=None)
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--draft", required=True, type=Path, help="trained draft folder (e.g. OUTPUT/final)")
+    parser.add_argument("--base", default="smollm2-135m", help="model whose tensors the draft shares")
+    parser.add_argument("--name", required=True, help="name to load it by, e.g. smollm2-135m-draft")
+    parser.add_argument("--eval-report", type=Path, default=None, help="eval-draft JSON to record beside it")
+    parser.add_argument("--dest", type=Path, default=None, help="default: the package's drafts folder")
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
@@ -116,13 +125,15 @@ def run_train(args: argparse.Namespace) -> Path:
     if args.align:
         prompts = [p for spec in args.align for p in load_prompts(spec, args.align_count, args.seed)]
         cache = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
-        alignment = generate_alignment_data(
-            Pipeline(target.model, target.tokenizer),
-            prompts,
-            source=target.source,
-            max_new_tokens=args.align_max_new_tokens,
-            cache_dir=cache / "alignment",
-        )
+        with tqdm(total=len(prompts), desc="alignment answers (cached once)") as bar:
+            alignment = generate_alignment_data(
+                Pipeline(target.model, target.tokenizer),
+                prompts,
+                source=target.source,
+                max_new_tokens=args.align_max_new_tokens,
+                cache_dir=cache / "alignment",
+                progress=bar.update,
+            )
     if not args.corpus and not args.align:
         raise InvalidArgumentError("give at least one --corpus or --align source")
     init_layers = tuple(int(i) for i in args.init_layers.split(",")) if args.init_layers else None
@@ -183,3 +194,25 @@ def run_eval(args: argparse.Namespace) -> dict:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text)
     return report
+
+
+def run_export(args: argparse.Namespace) -> Path:
+    """Package a trained draft (bf16, shared base tensors by reference) so it loads by name."""
+    from transformers import AutoModelForCausalLM
+
+    from specdec.models import load_model
+    from specdec.models.packaged import DRAFTS_DIR, export_draft
+
+    base = load_model(args.base)
+    draft = AutoModelForCausalLM.from_pretrained(args.draft, dtype=torch.float32)
+    run_dir = args.draft.parent
+    info = {
+        "training_config": json.loads((run_dir / "train_config.json").read_text()),
+        "final_log": json.loads((run_dir / "log.jsonl").read_text().splitlines()[-1]),
+    }
+    if args.eval_report:
+        info["eval"] = json.loads(args.eval_report.read_text())
+    folder = (args.dest or DRAFTS_DIR) / args.name
+    export_draft(draft, folder, args.base, base.model, info)
+    print(f"packaged draft written to {folder}")
+    return folder

@@ -72,18 +72,15 @@ def speculative_generate(
         if done:
             rows.finish(done, "context")
         else:
-            draft_start = time.perf_counter()
+            spent = stats.draft_time, stats.target_time
             with stats.timed("draft_time", target.device):
                 draft = drafter.propose(g, sampling, generator)
-            draft_time = time.perf_counter() - draft_start
             draft = trim(draft)  # a lookup drafter may find fewer tokens: don't verify padding
             lengths = draft.row_lengths()
             block = torch.cat([pending[:, None], draft.tokens], dim=1)
             block_mask = torch.arange(draft.gamma + 1)[None, :] <= lengths[:, None]
-            verify_start = time.perf_counter()
             with stats.timed("target_time", target.device):
                 logits = target.extend(block, token_mask=block_mask).logits
-            verify_time = time.perf_counter() - verify_start
             result = verify(draft, logits, sampling, generator)
             accepted = result.num_accepted
             target.rollback(lengths - accepted)
@@ -94,8 +91,10 @@ def speculative_generate(
             stats.proposed_tokens += int(lengths.sum())
             stats.accepted_tokens += int(accepted.sum())
             stats.accepted_histogram.update(accepted.tolist())
-            step = StepResult(draft.gamma, accepted.tolist(), lengths.tolist(), verify_time, draft_time)
-            gamma.update(step)
+            draft_time, verify_time = stats.draft_time - spent[0], stats.target_time - spent[1]
+            gamma.update(
+                StepResult(draft.gamma, accepted.tolist(), lengths.tolist(), verify_time, draft_time)
+            )
             new = [
                 [*draft.tokens[row, :n].tolist(), t]
                 for row, (n, t) in enumerate(zip(accepted.tolist(), result.next_tokens.tolist(), strict=True))

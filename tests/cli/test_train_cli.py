@@ -1,0 +1,67 @@
+import json
+
+import pytest
+
+from specdec.cli.main import main
+
+TEXT = "the quick brown fox jumps over the lazy dog. " * 40
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text(TEXT)
+    return path
+
+
+@pytest.fixture
+def prompts(tmp_path):
+    path = tmp_path / "question.jsonl"
+    rows = [
+        {"question_id": i, "category": c, "turns": ["the quick brown", "again"]}
+        for i, c in enumerate(["qa", "rag"])
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_train_export_and_evaluate_a_draft(tmp_path, tiny_model_dir, corpus, prompts):
+    out = tmp_path / "run"
+    train = (
+        f"train draft --target {tiny_model_dir} --output {out} --corpus {corpus} --layers 1 --batch-size 2 "
+        "--seq-len 16 --eval-every 2 --save-every 2 --heldout-fraction 0.2"
+    ).split()
+    assert main([*train, "--steps", "4"]) == 0
+    assert (out / "final" / "config.json").is_file() and (out / "checkpoint-2").is_dir()
+    assert main([*train, "--steps", "6", "--resume"]) == 0  # continues from the last checkpoint (step 2)
+    assert len((out / "log.jsonl").read_text().splitlines()) == 4 + 6 - 2
+    report_path = tmp_path / "eval.json"
+    evaluate = (
+        f"eval-draft --target {tiny_model_dir} --draft {out / 'final'} --heldout {corpus} "
+        f"--spec-bench {prompts} --max-new-tokens 8 --windows 4 --seq-len 16 --out {report_path}"
+    ).split()
+    assert main(evaluate) == 0
+    report = json.loads(report_path.read_text())
+    assert 0 <= report["text"]["top1_agreement"] <= 1 and 0 <= report["text"]["alpha"] <= 1
+    assert report["prompts"]["count"] == 2 and report["prompts"]["tokens_per_target_call"] >= 1
+    dest = tmp_path / "drafts"
+    export = (
+        f"train export --draft {out / 'final'} --base {tiny_model_dir} --name tiny-draft "
+        f"--eval-report {report_path} --dest {dest}"
+    ).split()
+    assert main(export) == 0
+    manifest = json.loads((dest / "tiny-draft" / "specdec_draft.json").read_text())
+    assert manifest["base"] == str(tiny_model_dir) and manifest["training_config"]["steps"] == 6
+    assert "eval" in manifest
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [("--lambda 2", "λ"), ("--temperature 0", "temperature"), ("--corpus /no/such.txt", "not found")],
+)
+def test_train_bad_input(tmp_path, tiny_model_dir, corpus, capsys, extra, message):
+    args = f"train draft --target {tiny_model_dir} --output {tmp_path / 'o'} --steps 1 {extra}".split()
+    if "--corpus" not in extra:
+        args += ["--corpus", str(corpus)]
+    assert main(args) == 2
+    assert message in capsys.readouterr().err

@@ -143,4 +143,34 @@ def write_markdown(report: dict, path: Path) -> None:
         lines.append(
             f"| {name} | " + " | ".join(f"{by_task.get(t, float('nan')):.2f}x" for t in tasks) + " |"
         )
+    lines += _draft_eval_lines(report.get("draft_evals", []))
     path.write_text("\n".join(lines) + "\n")
+
+
+def _draft_eval_lines(evals: list[dict]) -> list[str]:
+    """Teacher-forced draft quality from ``specdec eval-draft`` reports, when some were given."""
+    if not evals:
+        return []
+    lines = [
+        "",
+        "## Draft quality (`specdec eval-draft`)",
+        "",
+        "Teacher-forced on held-out text, and on the target's own greedy answers to Spec-Bench prompts; "
+        "measured α and tokens/target call from greedy SpS with fixed γ on those prompts.",
+        "",
+        "| draft | text: top-1 agreement | text: α | answers: top-1 agreement | answers: α | SpS α | "
+        "SpS tokens/target call | report |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for e in evals:
+        text, prompts = e.get("text", {}), e.get("prompts", {})
+        cells = [
+            text.get("top1_agreement"),
+            text.get("alpha"),
+            prompts.get("top1_agreement_on_target_answers"),
+            prompts.get("alpha_on_target_answers"),
+            prompts.get("alpha_measured"),
+            prompts.get("tokens_per_target_call"),
+        ]
+        lines.append(f"| {e['draft']} | " + " | ".join(_fmt(c) for c in cells) + f" | `{e['file']}` |")
+    return lines

@@ -23,7 +23,7 @@ from specdec.drafters import ModelDrafter, PromptLookupDrafter, make_drafter
 from specdec.models import load_model
 from specdec.pipeline import Pipeline
 
-DEFAULT_DRAFTERS = "prompt-lookup,int8,first-8"
+DEFAULT_DRAFTERS = "prompt-lookup,int8,first-2,smollm2-135m-draft"
 
 
 @dataclass(frozen=True)
@@ -39,10 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--drafters", default=DEFAULT_DRAFTERS, help="comma-separated drafter specs")
     parser.add_argument("--per-task", type=int, default=2, help="prompts per Spec-Bench task (6 tasks)")
     parser.add_argument("--limit", type=int, default=None, help="cap the number of prompts")
-    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument(
         "--heuristic-for",
-        default="prompt-lookup",
+        default="smollm2-135m-draft",
         help="drafters also run with HF's +2/-1 γ rule, to compare with the adaptive policy",
     )
     parser.add_argument("--no-hf", action="store_true", help="skip the HF transformers baselines")
@@ -50,6 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/specbench.json"))
     parser.add_argument("--markdown", type=Path, default=Path("BENCHMARKS.md"))
     parser.add_argument("--cache-dir", default=None)
+    parser.add_argument(
+        "--eval-report",
+        type=Path,
+        action="append",
+        default=[],
+        help="specdec eval-draft JSON to tabulate too",
+    )
 
 
 def plan_methods(drafters: list[str], heuristic_for: list[str], with_hf: bool) -> list[Method]:
@@ -141,6 +148,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
             "spec_bench": str(path),
         },
         "summary": summarize(records, [m.name for m in methods]),
+        "draft_evals": [json.loads(path.read_text()) | {"file": str(path)} for path in args.eval_report],
         "records": records,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,53 @@
+import json
+
+from specdec.benchmarks.data import SPEC_BENCH_TASKS, load_spec_bench
+from specdec.cli.main import main
+
+
+def write_questions(path, per_category: int = 3):
+    categories = ["writing", "translation", "summarization", "qa", "math_reasoning", "rag"]
+    rows = [
+        {"question_id": 100 * i + j, "category": c, "turns": [f"the quick brown fox {c} {j}", "second turn"]}
+        for i, c in enumerate(categories)
+        for j in range(per_category)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_stratified_subset(tmp_path):
+    prompts = load_spec_bench(write_questions(tmp_path / "q.jsonl"), per_task=2)
+    assert [p["task"] for p in prompts] == [t for t in SPEC_BENCH_TASKS for _ in range(2)]
+    assert all(p["prompt"].startswith("the quick brown fox") for p in prompts)  # first turns only
+
+
+def test_bench_runs_every_method_and_writes_reports(tmp_path, tiny_model_dir):
+    questions = write_questions(tmp_path / "q.jsonl", per_category=1)
+    out, md = tmp_path / "bench.json", tmp_path / "BENCH.md"
+    args = (
+        f"bench --model {tiny_model_dir} --drafters prompt-lookup,first-1 --heuristic-for first-1 "
+        f"--spec-bench {questions} --per-task 1 --limit 3 --max-new-tokens 8 --out {out} --markdown {md}"
+    ).split()
+    assert main(args) == 0
+    report = json.loads(out.read_text())
+    methods = [
+        "hf-plain",
+        "ours-plain",
+        "hf-assisted[prompt-lookup]",
+        "ours-sps[prompt-lookup]",
+        "hf-assisted[first-1]",
+        "ours-sps[first-1]",
+        "ours-sps[first-1, +2/-1]",
+    ]
+    assert [m for m in report["summary"] if not m.startswith("_")] == methods
+    assert len(report["records"]) == 3 * len(methods)
+    # greedy: every method reproduces HF's plain greedy output on every prompt
+    assert all(report["summary"][m]["identical_to_greedy"] == 1.0 for m in methods)
+    assert 0.0 <= report["summary"]["ours-sps[first-1]"]["alpha"] <= 1.0
+    table = md.read_text()
+    assert "| ours-sps[first-1] |" in table and "speedup vs HF plain" in table
+
+
+def test_missing_prompts_file_is_a_clear_error(tmp_path, tiny_model_dir, capsys):
+    assert main(["bench", "--model", str(tiny_model_dir), "--spec-bench", str(tmp_path / "none.jsonl")]) == 2
+    assert "Spec-Bench prompts not found" in capsys.readouterr().err

@@ -36,7 +36,7 @@ def plain(smollm):
     return pipe, pipe.generate(PROMPTS, max_new_tokens=24, chat=True, speculative=False)
 
 
-@pytest.mark.parametrize("drafter", ["prompt-lookup", "int8", "smollm2-135m-draft"])
+@pytest.mark.parametrize("drafter", ["prompt-lookup", "int8", "smollm2-135m-draft", "first-2"])
 def test_greedy_speculative_equals_plain_greedy_on_smollm2(smollm, plain, drafter):
     _, expected = plain
     spec = Pipeline(
@@ -47,7 +47,18 @@ def test_greedy_speculative_equals_plain_greedy_on_smollm2(smollm, plain, drafte
     assert out.stats.row_steps < expected.stats.row_steps  # fewer target passes per row
     # int8 dynamic quantisation scales activations per tensor, so batch neighbours (and padding)
     # perturb each row's draft: acceptance is lower in a batch than alone, never wrong.
-    assert out.stats.acceptance_rate > {"int8": 0.4, "smollm2-135m-draft": 0.3}.get(drafter, 0.0)
+    assert out.stats.acceptance_rate >= {"int8": 0.4}.get(drafter, 0.0)
+    ACCEPTANCE[drafter] = out.stats.acceptance_rate
+
+
+ACCEPTANCE: dict[str, float] = {}
+
+
+def test_trained_draft_beats_the_untrained_truncated_copy():
+    """The shipped draft (2 layers, trained) is accepted more often than the target's first 2 layers."""
+    if {"smollm2-135m-draft", "first-2"} - set(ACCEPTANCE):
+        pytest.skip("needs the two parametrised equality runs above")
+    assert ACCEPTANCE["smollm2-135m-draft"] > 2 * ACCEPTANCE["first-2"]
 
 
 def test_plain_decoding_matches_hf_generate(smollm, plain):

@@ -20,6 +20,7 @@ from specdec.decoders import (
     speculative_generate,
 )
 from specdec.drafters import Drafter
+from specdec.drafters.model import output_vocab_size
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError, PromptError
 from specdec.sampling import SamplingConfig
@@ -76,7 +77,7 @@ class Pipeline:
         self.drafter = drafter
         if drafter is not None:
             drafter.validate(model, tokenizer)
-        self.vocab_size = model.get_output_embeddings().out_features
+        self.vocab_size = output_vocab_size(model)
 
     def with_drafter(self, drafter: Drafter) -> Pipeline:
         """A pipeline sharing this one's engine (and packed weights) with another drafter."""

@@ -21,7 +21,7 @@ def test_generate_on_a_local_model_folder(tiny_model_dir, capsys):
     )
     out = capsys.readouterr().out
     assert code == 0
-    assert "generation stats" in out and "speculative (first-1-layers" in out
+    assert "generation stats" in out and "sps (first-1-layers)" in out
     assert "greedy output identical to plain decoding: True" in out
 
 

@@ -95,9 +95,7 @@ def run_generate(args: argparse.Namespace) -> None:
             Text("tokens from the draft accepted by the target are shown like this", style=DRAFT_STYLE)
         )
         printer = TokenPrinter(console, target.tokenizer)
-        results[f"speculative ({drafter.name}, γ {gamma})"] = pipe.generate(
-            args.prompt, gamma=gamma, stream=printer, **kwargs
-        )
+        results[f"sps ({drafter.name})"] = pipe.generate(args.prompt, gamma=gamma, stream=printer, **kwargs)
         console.print()
     console.print(_stats_table(results))
     for name, res in results.items():

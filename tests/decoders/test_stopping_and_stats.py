@@ -64,3 +64,10 @@ def test_stats_add_up(tok):
     assert sum(s.accepted_histogram.values()) == s.target_calls
     assert s.total_time >= s.target_time + s.draft_time
     assert torch.isclose(torch.tensor(s.tokens_per_target_call), torch.tensor(40 / s.target_calls))
+
+
+def test_long_fixed_drafts_fit_the_cache(tok):
+    target = make_llama(len(tok), seed=0, layers=4)
+    pipe = Pipeline(target, tok, drafter=DRAFTERS["self"](target, tok))
+    plain = pipe.generate(PROMPTS[0], max_new_tokens=30, speculative=False)
+    assert pipe.generate(PROMPTS[0], max_new_tokens=30, gamma=24).token_ids == plain.token_ids

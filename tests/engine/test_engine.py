@@ -192,3 +192,17 @@ def test_clear_errors(model):
     engine.extend(tokens(3))
     with pytest.raises(InvalidArgumentError, match="roll back"):
         engine.rollback(4)
+
+
+def test_compaction_inside_extend_keeps_state_updatable(model):
+    """A full cache compacts itself mid-extend; rollbacks after that must still work."""
+    engine = Engine(model)
+    engine.reset(2, 12)
+    engine.prefill([[5, 6, 7], [8, 9]])
+    for step in range(5):  # rows alternately keep one or two tokens: holes pile up in both
+        engine.extend(torch.tensor([[10, 11], [12, 13]]))
+        engine.rollback(torch.tensor([step % 2, 1 - step % 2]))
+    assert engine.num_tokens.tolist() == [11, 9]
+    assert engine.length < 3 + 2 * 5  # the fifth extend only fitted after compaction
+    engine.rollback(torch.tensor([2, 1]))
+    assert engine.num_tokens.tolist() == [9, 8]

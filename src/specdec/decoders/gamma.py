@@ -36,6 +36,9 @@ class StepResult:
 
 
 class GammaPolicy:
+    #: the longest draft this policy can ask for (sizes the cache's slack)
+    max_gamma: int
+
     def next_gamma(self) -> int:
         raise NotImplementedError
 
@@ -45,7 +48,7 @@ class GammaPolicy:
 
 class FixedGamma(GammaPolicy):
     def __init__(self, gamma: int):
-        self.gamma = check_gamma(gamma)
+        self.gamma = self.max_gamma = check_gamma(gamma)
 
     def next_gamma(self) -> int:
         return self.gamma

@@ -58,7 +58,7 @@ def speculative_generate(
 ) -> DecodeResult:
     start = time.perf_counter()
     stats, rows = GenerationStats(), Rows(len(prompts), stop, callback)
-    capacity = capacity_for(prompts, stop.max_new_tokens, block=getattr(gamma, "max_gamma", 16) + 1)
+    capacity = capacity_for(prompts, stop.max_new_tokens, block=gamma.max_gamma + 1)
     target.reset(len(prompts), capacity)
     with stats.timed("prefill_time", target.device):
         if any(len(p) > 1 for p in prompts):

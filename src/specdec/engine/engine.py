@@ -61,6 +61,9 @@ def context_size(model: PreTrainedModel) -> int | None:
 class Engine:
     """Prefill, extend, roll back and (for trees) keep a path, over one batch of rows.
 
+    Every method that touches the cache or the slot bookkeeping runs under inference mode, so the
+    state tensors are inference tensors throughout and can be updated in place from any of them.
+
     Args:
         model: any transformers causal LM with full or sliding-window attention.
         pack_weights: use prepacked batch-invariant linear kernels (a packed copy of the model);
@@ -90,6 +93,7 @@ class Engine:
         return window, getattr(config, "layer_types", None)
 
     # -- state ---------------------------------------------------------------------------------
+    @torch.inference_mode()
     def reset(self, batch_size: int, capacity: int) -> None:
         """Start a new batch; ``capacity`` slots per row (prompt + generated + one draft block)."""
         self.cache = SlotCache(self.config.num_hidden_layers, capacity)
@@ -204,6 +208,7 @@ class Engine:
         return self.extend(tokens, token_mask=token_mask, num_logits=1, hidden_layers=hidden_layers)
 
     # -- rollback ------------------------------------------------------------------------------
+    @torch.inference_mode()
     def rollback(self, num_tokens: int | torch.Tensor) -> None:
         """Forget the last ``num_tokens`` tokens of each row (an int, or a ``[B]`` tensor)."""
         drop = torch.as_tensor(num_tokens, device=self.device).expand(self.batch_size)
@@ -214,6 +219,7 @@ class Engine:
         valid &= ~(from_end <= drop[:, None])
         self._trim()
 
+    @torch.inference_mode()
     def keep(self, keep_mask: torch.Tensor) -> None:
         """Keep only the marked tokens of the last block (e.g. the accepted path of a tree)."""
         start, width = self._block
@@ -225,6 +231,7 @@ class Engine:
         self.length = int(used[-1]) + 1 if len(used) else 0
         self.valid[:, self.length :] = False
 
+    @torch.inference_mode()
     def compact(self) -> None:
         """Move each row's tokens to the front of its slots, squeezing out rolled-back holes."""
         order = torch.sort((~self.valid).to(torch.int8), dim=1, stable=True).indices
@@ -234,6 +241,7 @@ class Engine:
         self.valid = torch.arange(self.valid.shape[1], device=self.device)[None, :] < counts[:, None]
         self.length = int(counts.max()) if len(counts) else 0
 
+    @torch.inference_mode()
     def select_rows(self, rows: torch.Tensor) -> None:
         """Keep only ``rows`` of the batch (finished rows leave so they cost nothing)."""
         rows = rows.to(self.device)

@@ -46,7 +46,7 @@ def truncated_copy(model: PreTrainedModel, num_layers: int) -> PreTrainedModel:
     if not 1 <= num_layers < total:
         raise InvalidArgumentError(f"num_layers must be in [1, {total - 1}], got {num_layers}")
     draft = _shallow_copy(model)  # the copy gets its own config object, edited below
-    layers = _decoder_layers(draft)
+    layers = decoder_layers(draft)
     del layers[num_layers:]
     draft.config.num_hidden_layers = num_layers
     if getattr(draft.config, "layer_types", None):
@@ -54,7 +54,8 @@ def truncated_copy(model: PreTrainedModel, num_layers: int) -> PreTrainedModel:
     return draft
 
 
-def _decoder_layers(model: PreTrainedModel) -> nn.ModuleList:
+def decoder_layers(model: PreTrainedModel) -> nn.ModuleList:
+    """The model's stack of decoder layers, whatever its architecture names it."""
     base = model.base_model
     for name in ("layers", "h", "blocks"):
         layers = getattr(base, name, None)

@@ -69,18 +69,10 @@ class ModelDrafter(Drafter):
         # Tokens the target has settled on but this model has not run yet (1, or 2 after a full accept).
         self.unseen: list[list[int]] = [[p[-1]] for p in prompts]
 
-    def _feed_unseen(self) -> torch.Tensor:
-        width = max(len(u) for u in self.unseen)
-        tokens = torch.zeros(len(self.unseen), width, dtype=torch.long)
-        mask = torch.zeros_like(tokens, dtype=torch.bool)
-        for row, unseen in enumerate(self.unseen):
-            tokens[row, width - len(unseen) :] = torch.tensor(unseen)
-            mask[row, width - len(unseen) :] = True
-        return self.engine.extend(tokens, token_mask=mask, num_logits=1).logits[:, -1]
-
     @torch.inference_mode()
     def propose(self, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None) -> Draft:
-        logits = self._feed_unseen()
+        # Left-padded block of each row's unseen tokens: the same shape of work as a prefill.
+        logits = self.engine.prefill(self.unseen).logits[:, -1]
         tokens, probs = [], []
         for i in range(gamma):
             if sampling.greedy:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from transformers import AutoModelForCausalLM, PreTrainedModel
 
-from specdec.drafters.derived import _decoder_layers
+from specdec.drafters.derived import decoder_layers
 from specdec.errors import InvalidArgumentError
 
 
@@ -82,7 +82,7 @@ def _init_from_target(
     target_embed = target.get_input_embeddings().weight.float()
     if same_width:
         draft.get_input_embeddings().weight.copy_(target_embed)
-        draft_layers, target_layers = _decoder_layers(draft), _decoder_layers(target)
+        draft_layers, target_layers = decoder_layers(draft), decoder_layers(target)
         picks = shape.init_layers or default_init_layers(len(target_layers), shape.num_layers)
         if len(picks) != shape.num_layers or not all(0 <= i < len(target_layers) for i in picks):
             raise InvalidArgumentError(

@@ -11,11 +11,13 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.decoders import (
+    BildConfig,
     GammaPolicy,
     GenerationStats,
     StopCriteria,
     StreamCallback,
     autoregressive_generate,
+    bild_generate,
     make_gamma_policy,
     speculative_generate,
 )
@@ -127,6 +129,7 @@ class Pipeline:
         top_p: float = 1.0,
         gamma: int | str | GammaPolicy = "adaptive",
         speculative: bool | None = None,
+        bild: BildConfig | None = None,
         num_samples: int = 1,
         stop: Sequence[str] = (),
         seed: int | None = None,
@@ -138,6 +141,8 @@ class Pipeline:
         A prompt is text, token ids, or a chat (list of ``{"role", "content"}`` messages, rendered
         with the tokenizer's chat template); ``chat=True`` renders plain text as a user message.
         ``speculative`` defaults to "if a drafter was given". Greedy when ``temperature == 0``.
+        ``bild`` switches from lossless speculative sampling to Big Little Decoder with those
+        thresholds (faster, not lossless); ``gamma`` is then unused (BiLD's cap replaces it).
         """
         sampling = SamplingConfig(temperature=temperature, top_k=top_k, top_p=top_p)
         if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
@@ -166,11 +171,15 @@ class Pipeline:
             generator.seed()
         else:
             generator.manual_seed(seed)
+        if bild is not None and speculative is False:
+            raise InvalidArgumentError("bild needs the drafter: don't pass speculative=False with it")
         speculative = self.drafter is not None if speculative is None else speculative
-        if speculative and self.drafter is None:
-            raise InvalidArgumentError("speculative decoding needs a drafter")
+        if (speculative or bild is not None) and self.drafter is None:
+            raise InvalidArgumentError("speculative decoding and BiLD need a drafter")
         common = dict(sampling=sampling, stop=stop_criteria, generator=generator, callback=stream)
-        if speculative:
+        if bild is not None:
+            out = bild_generate(self.engine, self.drafter, encoded, config=bild, **common)
+        elif speculative:
             out = speculative_generate(self.engine, self.drafter, encoded, gamma=policy, **common)
         else:
             out = autoregressive_generate(self.engine, encoded, **common)

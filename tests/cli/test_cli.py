@@ -25,9 +25,17 @@ def test_generate_on_a_local_model_folder(tiny_model_dir, capsys):
     assert "greedy output identical to plain decoding: True" in out
 
 
+def test_generate_with_bild(tiny_model_dir, capsys):
+    args = ["generate", "the quick brown", "--model", str(tiny_model_dir), "--drafter", "first-1"]
+    code = main([*args, "--max-new-tokens", "6", "--bild", "--fallback", "0.01", "--rollback", "5"])
+    assert code == 0
+    assert "bild (first-1-layers)" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
+        (["--bild", "--fallback", "2"], "fallback_threshold"),
         (["--temperature", "-1"], "temperature"),
         (["--max-new-tokens", "0"], "max_new_tokens"),
         (["--drafter", "first-x"], "first-N"),

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from specdec.decoders import BildConfig
 from specdec.drafters import make_drafter
 from specdec.models import load_model
 from specdec.pipeline import GenerationResult, Pipeline
@@ -82,6 +83,7 @@ def run_generate(args: argparse.Namespace) -> None:
         stop=args.stop,
         chat=not args.no_chat,
     )
+    bild = BildConfig(args.fallback, args.rollback, args.max_small_tokens) if args.bild else None
     pipe.generate(args.prompt, max_new_tokens=4, chat=not args.no_chat, speculative=False)  # warm-up
     results: dict[str, GenerationResult] = {}
     if args.compare or args.no_speculative:
@@ -95,11 +97,14 @@ def run_generate(args: argparse.Namespace) -> None:
             Text("tokens from the draft accepted by the target are shown like this", style=DRAFT_STYLE)
         )
         printer = TokenPrinter(console, target.tokenizer)
-        results[f"sps ({drafter.name})"] = pipe.generate(args.prompt, gamma=gamma, stream=printer, **kwargs)
+        method = "bild" if bild else "sps"
+        results[f"{method} ({drafter.name})"] = pipe.generate(
+            args.prompt, gamma=gamma, bild=bild, stream=printer, **kwargs
+        )
         console.print()
     console.print(_stats_table(results))
     for name, res in results.items():
         console.print(f"[dim]{name}:[/dim] {res.stats}")
-    if "plain" in results and drafter is not None and args.temperature == 0:
+    if "plain" in results and drafter is not None and args.temperature == 0 and bild is None:
         same = results["plain"].token_ids == list(results.values())[-1].token_ids
         console.print(f"greedy output identical to plain decoding: {same}")

@@ -42,6 +42,11 @@ def _add_generate_args(parser: argparse.ArgumentParser, default_prompt: str | No
     parser.add_argument(
         "--compare", action="store_true", help="also time plain decoding and print the speedup"
     )
+    bild = parser.add_argument_group("Big Little Decoder (faster, not lossless)")
+    bild.add_argument("--bild", action="store_true", help="decode with BiLD instead of lossless SpS")
+    bild.add_argument("--fallback", type=float, default=0.5, help="α_FB: hand over when max p < α_FB")
+    bild.add_argument("--rollback", type=float, default=3.0, help="α_RB: replace a token when −log q > α_RB")
+    bild.add_argument("--max-small-tokens", type=int, default=10, help="cap on consecutive small tokens")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,7 +6,7 @@ the target's greedy output, sampled output follows the target's distribution exa
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -45,6 +45,9 @@ def trim(draft: Draft) -> Draft:
     return Draft(draft.tokens[:, :width], probs, draft.lengths)
 
 
+VerifyRule = Callable[[Draft, torch.Tensor], Verification]
+
+
 def speculative_generate(
     target: Engine,
     drafter: Drafter,
@@ -56,6 +59,40 @@ def speculative_generate(
     generator: torch.Generator | None = None,
     callback: StreamCallback | None = None,
 ) -> DecodeResult:
+    def rule(draft: Draft, logits: torch.Tensor) -> Verification:
+        return verify(draft, logits, sampling, generator)
+
+    return draft_verify_loop(
+        target,
+        drafter,
+        prompts,
+        rule,
+        sampling=sampling,
+        stop=stop,
+        gamma=gamma,
+        generator=generator,
+        callback=callback,
+    )
+
+
+def draft_verify_loop(
+    target: Engine,
+    drafter: Drafter,
+    prompts: Sequence[Sequence[int]],
+    rule: VerifyRule,
+    *,
+    sampling: SamplingConfig,
+    stop: StopCriteria,
+    gamma: GammaPolicy,
+    min_confidence: float = 0.0,
+    generator: torch.Generator | None = None,
+    callback: StreamCallback | None = None,
+) -> DecodeResult:
+    """Draft, score the block in one target call, keep what ``rule`` accepts, roll back the rest.
+
+    Shared by every draft-then-verify method; they differ only in the rule (modified rejection
+    sampling for SpS, BiLD's rollback threshold) and in when the drafter stops (``min_confidence``).
+    """
     start = time.perf_counter()
     stats, rows = GenerationStats(), Rows(len(prompts), stop, callback)
     capacity = capacity_for(prompts, stop.max_new_tokens, block=gamma.max_gamma + 1)
@@ -74,14 +111,14 @@ def speculative_generate(
         else:
             spent = stats.draft_time, stats.target_time
             with stats.timed("draft_time", target.device):
-                draft = drafter.propose(g, sampling, generator)
-            draft = trim(draft)  # a lookup drafter may find fewer tokens: don't verify padding
+                draft = drafter.propose(g, sampling, generator, min_confidence=min_confidence)
+            draft = trim(draft)  # short or stopped drafts: don't verify padding
             lengths = draft.row_lengths()
             block = torch.cat([pending[:, None], draft.tokens], dim=1)
             block_mask = torch.arange(draft.gamma + 1)[None, :] <= lengths[:, None]
             with stats.timed("target_time", target.device):
                 logits = target.extend(block, token_mask=block_mask).logits
-            result = verify(draft, logits, sampling, generator)
+            result = rule(draft, logits)
             accepted = result.num_accepted
             target.rollback(lengths - accepted)
             drafter.update(accepted, result.next_tokens)
@@ -90,6 +127,8 @@ def speculative_generate(
             stats.row_steps += len(rows.active)
             stats.proposed_tokens += int(lengths.sum())
             stats.accepted_tokens += int(accepted.sum())
+            stats.short_drafts += int((lengths < g).sum())
+            stats.rejections += int((accepted < lengths).sum())
             stats.accepted_histogram.update(accepted.tolist())
             draft_time, verify_time = stats.draft_time - spent[0], stats.target_time - spent[1]
             gamma.update(

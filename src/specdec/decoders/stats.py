@@ -26,6 +26,8 @@ class GenerationStats:
     proposed_tokens: int = 0
     accepted_tokens: int = 0
     row_steps: int = 0  # Σ over target calls of the rows in the batch
+    short_drafts: int = 0  # row-steps whose draft stopped before γ (BiLD: a fallback)
+    rejections: int = 0  # row-steps where the target replaced a draft token (BiLD: a rollback)
     prefill_time: float = 0.0
     target_time: float = 0.0
     draft_time: float = 0.0
@@ -40,6 +42,16 @@ class GenerationStats:
     @property
     def tokens_per_target_call(self) -> float:
         return self.new_tokens / self.row_steps if self.row_steps else 0.0
+
+    @property
+    def fallback_rate(self) -> float:
+        """Share of row-steps whose draft stopped early (BiLD's fallback %, SpS: lookup misses)."""
+        return self.short_drafts / self.row_steps if self.row_steps else 0.0
+
+    @property
+    def rollback_rate(self) -> float:
+        """Share of row-steps with a replaced draft token (BiLD's rollback %, SpS: a rejection)."""
+        return self.rejections / self.row_steps if self.row_steps else 0.0
 
     @property
     def tokens_per_second(self) -> float:
@@ -67,6 +79,8 @@ class GenerationStats:
             "accepted_tokens": self.accepted_tokens,
             "acceptance_rate": self.acceptance_rate,
             "tokens_per_target_call": self.tokens_per_target_call,
+            "fallback_rate": self.fallback_rate,
+            "rollback_rate": self.rollback_rate,
             "tokens_per_second": self.tokens_per_second,
             "prefill_time": self.prefill_time,
             "target_time": self.target_time,

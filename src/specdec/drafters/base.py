@@ -46,8 +46,20 @@ class Drafter(ABC):
         """Start a batch. Every prompt's last token is still pending (not yet seen by the target)."""
 
     @abstractmethod
-    def propose(self, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None) -> Draft:
-        """Guess up to ``gamma`` tokens following each row's pending token."""
+    def propose(
+        self,
+        gamma: int,
+        sampling: SamplingConfig,
+        generator: torch.Generator | None,
+        *,
+        min_confidence: float = 0.0,
+    ) -> Draft:
+        """Guess up to ``gamma`` tokens following each row's pending token.
+
+        ``min_confidence`` is BiLD's fallback threshold α_FB: a row's draft stops *before* the first
+        token whose draft probability max_y p(y) (temperature 1, untruncated) is below it, handing
+        that position to the target. Drafters whose guesses carry no confidence ignore it.
+        """
 
     @abstractmethod
     def update(self, num_accepted: torch.Tensor, next_tokens: torch.Tensor) -> None:

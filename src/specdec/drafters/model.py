@@ -10,7 +10,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from specdec.drafters.base import Draft, Drafter
 from specdec.engine import Engine
 from specdec.errors import VocabularyMismatchError
-from specdec.sampling import SamplingConfig, greedy_tokens, logits_to_probs, sample
+from specdec.sampling import SamplingConfig, greedy_tokens, logits_to_probs, max_probability, sample
 
 
 def output_vocab_size(model: PreTrainedModel) -> int:
@@ -70,11 +70,31 @@ class ModelDrafter(Drafter):
         self.unseen: list[list[int]] = [[p[-1]] for p in prompts]
 
     @torch.inference_mode()
-    def propose(self, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None) -> Draft:
+    def propose(
+        self,
+        gamma: int,
+        sampling: SamplingConfig,
+        generator: torch.Generator | None,
+        *,
+        min_confidence: float = 0.0,
+    ) -> Draft:
         # Left-padded block of each row's unseen tokens: the same shape of work as a prefill.
         logits = self.engine.prefill(self.unseen).logits[:, -1]
+        batch = logits.shape[0]
+        lengths = torch.full((batch,), gamma, dtype=torch.long)
+        drafting = torch.ones(batch, dtype=torch.bool)
         tokens, probs = [], []
+        self._fed_all = False  # whether the last draft token went through the model too
         for i in range(gamma):
+            if min_confidence > 0:
+                # BiLD fallback: a row stops before its first unconfident token; once every row has
+                # stopped the target takes over (rows that stopped earlier wait for the batch).
+                unsure = drafting & (max_probability(logits).cpu() < min_confidence)
+                lengths[unsure] = i
+                drafting &= ~unsure
+                if not drafting.any():
+                    self._fed_all = True
+                    break
             if sampling.greedy:
                 token = greedy_tokens(logits)
             else:
@@ -84,16 +104,21 @@ class ModelDrafter(Drafter):
             tokens.append(token)
             if i < gamma - 1:  # the last draft token is only fed once it is accepted
                 logits = self.engine.extend(token[:, None]).logits[:, -1]
-        self.draft_calls += gamma
-        self._last = torch.stack(tokens, dim=1).cpu()
-        return Draft(tokens=self._last, probs=torch.stack(probs, dim=1) if probs else None)
+        self.draft_calls += len(tokens) + 1 if self._fed_all else len(tokens)  # the prefill is one call
+        self._last = torch.stack(tokens, dim=1).cpu() if tokens else torch.zeros(batch, 0, dtype=torch.long)
+        return Draft(
+            tokens=self._last,
+            probs=torch.stack(probs, dim=1) if probs else None,
+            lengths=lengths if min_confidence > 0 else None,
+        )
 
     def update(self, num_accepted: torch.Tensor, next_tokens: torch.Tensor) -> None:
-        gamma = self._last.shape[1]
-        # The engine holds the unseen tokens plus d_1..d_{γ-1}; keep d_1..d_n.
-        self.engine.rollback((gamma - 1 - num_accepted).clamp(min=0))
+        width = self._last.shape[1]
+        # The engine holds the unseen tokens plus d_1..d_{width-1} (d_width too if ``_fed_all``).
+        fed = width if self._fed_all else width - 1
+        self.engine.rollback((fed - num_accepted).clamp(min=0))
         self.unseen = [
-            ([int(self._last[row, -1])] if n == gamma else []) + [int(t)]
+            ([int(self._last[row, -1])] if n == width > fed else []) + [int(t)]
             for row, (n, t) in enumerate(zip(num_accepted.tolist(), next_tokens.tolist(), strict=True))
         ]
 

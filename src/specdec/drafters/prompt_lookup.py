@@ -40,7 +40,14 @@ class PromptLookupDrafter(Drafter):
         self.draft_calls = 0
         self.history = [list(p) for p in prompts]
 
-    def propose(self, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None) -> Draft:
+    def propose(
+        self,
+        gamma: int,
+        sampling: SamplingConfig,
+        generator: torch.Generator | None,
+        *,
+        min_confidence: float = 0.0,
+    ) -> Draft:
         guesses = [lookup_continuation(h, self.max_ngram, self.min_ngram, gamma) for h in self.history]
         tokens = torch.zeros(len(guesses), gamma, dtype=torch.long)
         for row, guess in enumerate(guesses):

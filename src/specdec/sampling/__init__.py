@@ -1,6 +1,12 @@
 """Sampling primitives: logits processing and the modified rejection sampler."""
 
-from specdec.sampling.processors import SamplingConfig, greedy_tokens, logits_to_probs, sample
+from specdec.sampling.processors import (
+    SamplingConfig,
+    greedy_tokens,
+    logits_to_probs,
+    max_probability,
+    sample,
+)
 from specdec.sampling.rejection import (
     Verification,
     acceptance_probability,
@@ -16,6 +22,7 @@ __all__ = [
     "greedy_tokens",
     "greedy_verify",
     "logits_to_probs",
+    "max_probability",
     "rejection_sample",
     "residual_distribution",
     "sample",

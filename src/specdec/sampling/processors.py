@@ -51,6 +51,16 @@ def greedy_tokens(logits: torch.Tensor) -> torch.Tensor:
     return logits.argmax(dim=-1)
 
 
+def max_probability(logits: torch.Tensor) -> torch.Tensor:
+    """max_y softmax(logits)(y) in float64: a model's confidence in its own top token.
+
+    Taken at temperature 1 without truncation, so a confidence threshold means the same in greedy
+    and sampled decoding (top-p renormalisation would inflate it).
+    """
+    logits = logits.to(torch.float64)
+    return torch.exp(logits.max(dim=-1).values - torch.logsumexp(logits, dim=-1))
+
+
 def logits_to_probs(logits: torch.Tensor, config: SamplingConfig) -> torch.Tensor:
     """Float64 distribution after temperature, then top-k, then top-p.
 

@@ -79,11 +79,13 @@ class Pipeline:
         self.drafter = drafter
         if drafter is not None:
             drafter.validate(model, tokenizer)
+            drafter.attach(self.engine)
         self.vocab_size = output_vocab_size(model)
 
     def with_drafter(self, drafter: Drafter) -> Pipeline:
         """A pipeline sharing this one's engine (and packed weights) with another drafter."""
         drafter.validate(self.model, self.tokenizer)
+        drafter.attach(self.engine)
         other = copy.copy(self)
         other.drafter = drafter
         return other

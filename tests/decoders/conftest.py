@@ -1,6 +1,12 @@
 import pytest
 
-from specdec.drafters import ModelDrafter, PromptLookupDrafter, ReducedPrecisionDrafter, TruncatedDrafter
+from specdec.drafters import (
+    EarlyExitDrafter,
+    ModelDrafter,
+    PromptLookupDrafter,
+    ReducedPrecisionDrafter,
+    TruncatedDrafter,
+)
 from tiny import make_gpt2, make_llama, make_tokenizer
 
 PROMPTS = ["the quick brown fox jumps over the lazy dog. the quick", "def add(a, b):"]
@@ -24,4 +30,5 @@ DRAFTERS = {
     "bf16": lambda target, tok: ReducedPrecisionDrafter(target, tok, "bf16"),
     "prompt-lookup": lambda target, tok: PromptLookupDrafter(),
     "truncated": lambda target, tok: TruncatedDrafter(target, tok, 2),
+    "early-exit": lambda target, tok: EarlyExitDrafter(target, 2),
 }

@@ -1,11 +1,21 @@
+import math
+
+import pytest
 import torch
 
+from specdec.decoders import BildConfig
 from specdec.drafters import (
+    EarlyExitDrafter,
     PromptLookupDrafter,
+    TruncatedDrafter,
     lookup_continuation,
+    make_drafter,
     reduced_precision_copy,
     truncated_copy,
 )
+from specdec.engine import Engine
+from specdec.errors import InvalidArgumentError
+from specdec.pipeline import Pipeline
 from specdec.sampling import SamplingConfig
 from tiny import make_llama, make_tokenizer
 
@@ -46,3 +56,46 @@ def test_derived_drafts_leave_the_target_untouched():
     with torch.inference_mode():
         assert short(x).logits.shape == target(x).logits.shape
         torch.testing.assert_close(int8(x).logits, target(x).logits, atol=0.5, rtol=0.1)
+
+
+def test_early_exit_drafts_what_a_separate_truncated_copy_drafts():
+    """On the target's cache the exit sees the same first-layer states a truncated copy computes itself."""
+    tok = make_tokenizer()
+    target = make_llama(len(tok), seed=0, layers=4)
+    prompts = ["the quick brown fox jumps over", "def add(a, b):"]
+    bild = BildConfig(fallback_threshold=0.0, rollback_threshold=math.inf, max_small_tokens=3)
+    shared = Pipeline(target, tok, drafter=EarlyExitDrafter(target, 2)).generate(
+        prompts, max_new_tokens=20, bild=bild
+    )
+    separate = Pipeline(target, tok, drafter=TruncatedDrafter(target, tok, 2)).generate(
+        prompts, max_new_tokens=20, bild=bild
+    )
+    assert shared.token_ids == separate.token_ids
+    assert shared.stats.accepted_tokens == shared.stats.proposed_tokens > 0
+
+
+def test_early_exit_releases_its_slots_before_verification():
+    tok = make_tokenizer()
+    target = make_llama(len(tok), seed=0, layers=4)
+    engine = Engine(target)
+    drafter = EarlyExitDrafter(target, 1)
+    drafter.attach(engine)
+    prompt = tok.encode("the quick brown fox")
+    engine.reset(1, 64)
+    engine.prefill([prompt[:-1]])
+    drafter.begin([prompt], 64)
+    for min_confidence in (0.0, 1.0):  # drafting to γ, and stopping at once on fallback
+        draft = drafter.propose(4, SamplingConfig(), None, min_confidence=min_confidence)
+        assert draft.gamma == (4 if min_confidence == 0 else 0)
+        assert engine.num_tokens.tolist() == [len(prompt) - 1]
+
+
+def test_early_exit_is_bound_to_its_target():
+    tok = make_tokenizer()
+    target, other = make_llama(len(tok), seed=0, layers=4), make_llama(len(tok), seed=1, layers=4)
+    with pytest.raises(InvalidArgumentError, match="own target"):
+        Pipeline(other, tok, drafter=EarlyExitDrafter(target, 2))
+    with pytest.raises(InvalidArgumentError, match="num_layers"):
+        EarlyExitDrafter(target, 4)
+    with pytest.raises(InvalidArgumentError, match="early-exit-N"):
+        make_drafter("early-exit-x", target, tok)

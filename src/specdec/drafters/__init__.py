@@ -8,6 +8,7 @@ from specdec.drafters.derived import (
     reduced_precision_copy,
     truncated_copy,
 )
+from specdec.drafters.early_exit import EarlyExitDrafter
 from specdec.drafters.factory import DRAFTER_SPECS, make_drafter
 from specdec.drafters.model import ModelDrafter, check_same_vocabulary
 from specdec.drafters.prompt_lookup import PromptLookupDrafter, lookup_continuation
@@ -17,6 +18,7 @@ __all__ = [
     "PRECISIONS",
     "Draft",
     "Drafter",
+    "EarlyExitDrafter",
     "ModelDrafter",
     "PromptLookupDrafter",
     "ReducedPrecisionDrafter",

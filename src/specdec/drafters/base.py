@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from specdec.engine import Engine
 from specdec.sampling import SamplingConfig
 
 
@@ -40,6 +41,9 @@ class Drafter(ABC):
 
     def validate(self, target: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None) -> None:  # noqa: B027
         """Raise if this drafter cannot draft for ``target`` (e.g. a different vocabulary)."""
+
+    def attach(self, target: Engine) -> None:  # noqa: B027
+        """Receive the target's engine; drafters that run on the target's own cache keep it."""
 
     @abstractmethod
     def begin(self, prompts: Sequence[Sequence[int]], capacity: int) -> None:

@@ -6,13 +6,15 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.drafters.base import Drafter
 from specdec.drafters.derived import PRECISIONS, ReducedPrecisionDrafter, TruncatedDrafter
+from specdec.drafters.early_exit import EarlyExitDrafter
 from specdec.drafters.model import ModelDrafter
 from specdec.drafters.prompt_lookup import PromptLookupDrafter
 from specdec.errors import InvalidArgumentError
 
 DRAFTER_SPECS = (
     "int8 | bf16 | fp16 (reduced-precision copy of the target), "
-    "prompt-lookup (n-gram lookup in the context), first-N (the target's first N layers, untrained), "
+    "prompt-lookup (n-gram lookup in the context), first-N (the target's first N layers, own cache), "
+    "early-exit-N (the target's first N layers on the target's cache, for early-exit-trained models), "
     "or a model name / directory / .gguf file (an independent small model with the same tokenizer)"
 )
 
@@ -32,6 +34,11 @@ def make_drafter(
         if not layers.isdigit():
             raise InvalidArgumentError(f"drafter {spec!r}: expected first-N with N a number of layers")
         return TruncatedDrafter(target, tokenizer, int(layers))
+    if spec.startswith("early-exit-"):
+        layers = spec.removeprefix("early-exit-")
+        if not layers.isdigit():
+            raise InvalidArgumentError(f"drafter {spec!r}: expected early-exit-N with N a number of layers")
+        return EarlyExitDrafter(target, int(layers))
     from specdec.models import load_model  # deferred: only model drafters need the loader
 
     loaded = load_model(spec, **load_kwargs)

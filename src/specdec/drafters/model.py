@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -40,6 +41,57 @@ def check_same_vocabulary(
             f"({len(target_tokenizer)} vs {len(draft_tokenizer)} entries); use a draft trained with the "
             "target's tokenizer"
         )
+
+
+@dataclass
+class DraftRun:
+    draft: Draft
+    fed_all: bool  # the last draft token also went through the model (drafting stopped on fallback)
+    forwards: int  # model calls made, counting the one that produced ``first_logits``
+
+
+def draft_autoregressively(
+    first_logits: torch.Tensor,
+    step: Callable[[torch.Tensor], torch.Tensor],
+    gamma: int,
+    sampling: SamplingConfig,
+    generator: torch.Generator | None,
+    min_confidence: float = 0.0,
+) -> DraftRun:
+    """Sample up to γ tokens, calling ``step(tokens) -> next logits`` between them.
+
+    With ``min_confidence`` (BiLD's α_FB) a row stops before its first token whose max p is below
+    it; once every row has stopped the target takes over (rows that stopped earlier wait for the
+    batch). The last token is not fed unless drafting stopped that way: it is only needed once
+    accepted.
+    """
+    logits, batch = first_logits, first_logits.shape[0]
+    lengths = torch.full((batch,), gamma, dtype=torch.long)
+    drafting = torch.ones(batch, dtype=torch.bool)
+    tokens, probs, forwards = [], [], 1
+    for i in range(gamma):
+        if min_confidence > 0:
+            unsure = drafting & (max_probability(logits).cpu() < min_confidence)
+            lengths[unsure] = i
+            drafting &= ~unsure
+            if not drafting.any():
+                break
+        if sampling.greedy:
+            token = greedy_tokens(logits)
+        else:
+            p = logits_to_probs(logits, sampling)
+            token = sample(p, generator)
+            probs.append(p)
+        tokens.append(token)
+        if i < gamma - 1:
+            logits = step(token)
+            forwards += 1
+    draft = Draft(
+        tokens=torch.stack(tokens, dim=1).cpu() if tokens else torch.zeros(batch, 0, dtype=torch.long),
+        probs=torch.stack(probs, dim=1) if probs else None,
+        lengths=lengths if min_confidence > 0 else None,
+    )
+    return DraftRun(draft, fed_all=len(tokens) < gamma, forwards=forwards)
 
 
 class ModelDrafter(Drafter):
@@ -80,37 +132,17 @@ class ModelDrafter(Drafter):
     ) -> Draft:
         # Left-padded block of each row's unseen tokens: the same shape of work as a prefill.
         logits = self.engine.prefill(self.unseen).logits[:, -1]
-        batch = logits.shape[0]
-        lengths = torch.full((batch,), gamma, dtype=torch.long)
-        drafting = torch.ones(batch, dtype=torch.bool)
-        tokens, probs = [], []
-        self._fed_all = False  # whether the last draft token went through the model too
-        for i in range(gamma):
-            if min_confidence > 0:
-                # BiLD fallback: a row stops before its first unconfident token; once every row has
-                # stopped the target takes over (rows that stopped earlier wait for the batch).
-                unsure = drafting & (max_probability(logits).cpu() < min_confidence)
-                lengths[unsure] = i
-                drafting &= ~unsure
-                if not drafting.any():
-                    self._fed_all = True
-                    break
-            if sampling.greedy:
-                token = greedy_tokens(logits)
-            else:
-                p = logits_to_probs(logits, sampling)
-                token = sample(p, generator)
-                probs.append(p)
-            tokens.append(token)
-            if i < gamma - 1:  # the last draft token is only fed once it is accepted
-                logits = self.engine.extend(token[:, None]).logits[:, -1]
-        self.draft_calls += len(tokens) + 1 if self._fed_all else len(tokens)  # the prefill is one call
-        self._last = torch.stack(tokens, dim=1).cpu() if tokens else torch.zeros(batch, 0, dtype=torch.long)
-        return Draft(
-            tokens=self._last,
-            probs=torch.stack(probs, dim=1) if probs else None,
-            lengths=lengths if min_confidence > 0 else None,
+        run = draft_autoregressively(
+            logits,
+            lambda token: self.engine.extend(token[:, None]).logits[:, -1],
+            gamma,
+            sampling,
+            generator,
+            min_confidence,
         )
+        self.draft_calls += run.forwards
+        self._last, self._fed_all = run.draft.tokens, run.fed_all
+        return run.draft
 
     def update(self, num_accepted: torch.Tensor, next_tokens: torch.Tensor) -> None:
         width = self._last.shape[1]

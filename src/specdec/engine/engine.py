@@ -121,6 +121,7 @@ class Engine:
         tree_mask: torch.Tensor | None = None,
         num_logits: int | None = None,
         hidden_layers: Sequence[int] = (),
+        model: PreTrainedModel | None = None,
     ) -> ExtendOutput:
         """Run the model on a block of new tokens per row and keep them in the cache.
 
@@ -131,6 +132,9 @@ class Engine:
                 (its ancestors and itself). Default: causal. Position ids follow the tree depth.
             num_logits: compute logits for the last ``num_logits`` positions only (prefill: 1).
             hidden_layers: indices into the model's hidden states (0 = embeddings) to return.
+            model: run this stack instead, e.g. an early exit (the first layers of this model):
+                it fills only its own layers' slots, which a later full-model pass over the same
+                tokens overwrites.
         """
         tokens = tokens.to(self.device)
         batch, width = tokens.shape
@@ -161,7 +165,7 @@ class Engine:
         kwargs = {}
         if self._takes_logits_to_keep and num_logits is not None:
             kwargs["logits_to_keep"] = num_logits
-        out = self.model(
+        out = (model or self.model)(
             input_ids=tokens,
             position_ids=positions,
             attention_mask=self._attention_masks(mask, positions, key_pos),

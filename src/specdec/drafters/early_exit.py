@@ -1,0 +1,70 @@
+"""The target's own first layers as the small model, on the target's own cache (BiLD §4.4).
+
+Unlike :class:`~specdec.drafters.derived.TruncatedDrafter`, which keeps a separate cache for its
+copy, the early exit writes its layers' keys and values into the target's cache. Before
+verification those slots are released again, and the target's pass over the same tokens fills
+*every* layer with real values, so no layer ever attends to approximated states (CALM-style
+propagation of the exit's hidden state is what BiLD avoids) and the small model needs no cache or
+catch-up of its own. Train the exit with ``specdec train early-exit`` so its predictions are usable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from specdec.drafters.base import Draft, Drafter
+from specdec.drafters.derived import truncated_copy
+from specdec.drafters.model import draft_autoregressively
+from specdec.engine import Engine
+from specdec.errors import InvalidArgumentError
+from specdec.sampling import SamplingConfig
+
+
+class EarlyExitDrafter(Drafter):
+    def __init__(self, target: PreTrainedModel, num_layers: int):
+        truncated_copy(target, num_layers)  # validates num_layers before any engine exists
+        self.base, self.num_layers = target, num_layers
+        self.name = f"early-exit-{num_layers}"
+        self.engine: Engine | None = None
+
+    def validate(self, target: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None) -> None:
+        if target is not self.base:
+            raise InvalidArgumentError("an early-exit drafter drafts with its own target's layers only")
+
+    def attach(self, target: Engine) -> None:
+        self.engine = target
+        # Sliced from the engine's model so it shares the engine's (possibly packed) weights.
+        self.exit_model = truncated_copy(target.model, self.num_layers)
+
+    def begin(self, prompts: Sequence[Sequence[int]], capacity: int) -> None:
+        if self.engine is None:
+            raise InvalidArgumentError("attach the target's engine first (Pipeline does this)")
+        self.draft_calls = 0
+        self.pending = torch.tensor([p[-1] for p in prompts], dtype=torch.long)
+
+    @torch.inference_mode()
+    def propose(
+        self,
+        gamma: int,
+        sampling: SamplingConfig,
+        generator: torch.Generator | None,
+        *,
+        min_confidence: float = 0.0,
+    ) -> Draft:
+        def step(tokens: torch.Tensor) -> torch.Tensor:
+            return self.engine.extend(tokens[:, None], model=self.exit_model).logits[:, -1]
+
+        run = draft_autoregressively(step(self.pending), step, gamma, sampling, generator, min_confidence)
+        # Release the exit's slots: verification re-runs these tokens through every layer.
+        self.engine.rollback(run.draft.gamma + int(run.fed_all))
+        self.draft_calls += run.forwards
+        return run.draft
+
+    def update(self, num_accepted: torch.Tensor, next_tokens: torch.Tensor) -> None:
+        self.pending = next_tokens
+
+    def select_rows(self, rows: torch.Tensor) -> None:
+        self.pending = self.pending[rows]

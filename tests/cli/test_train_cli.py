@@ -65,3 +65,18 @@ def test_train_bad_input(tmp_path, tiny_model_dir, corpus, capsys, extra, messag
         args += ["--corpus", str(corpus)]
     assert main(args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_train_early_exit_then_decode_with_it(tmp_path, tiny_model_dir, corpus, capsys):
+    out = tmp_path / "ee"
+    train = (
+        f"train early-exit --target {tiny_model_dir} --output {out} --corpus {corpus} --exit-layer 1 "
+        "--steps 2 --batch-size 2 --seq-len 16 --heldout-fraction 0.2 --eval-every 2"
+    ).split()
+    assert main(train) == 0
+    assert json.loads((out / "train_config.json").read_text())["early_exit_layer"] == 1
+    generate = f"generate hi --no-chat --model {out / 'final'} --drafter early-exit-1 --bild --max-new-tokens 5"
+    assert main(generate.split()) == 0
+    assert "bild (early-exit-1)" in capsys.readouterr().out
+    assert main([*train[:-2], "--exit-layer", "9"]) == 2
+    assert "num_layers" in capsys.readouterr().err

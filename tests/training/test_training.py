@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from specdec.drafters import truncated_copy
 from specdec.errors import DataNotFoundError, EmptyDataError, InvalidArgumentError, VocabularyMismatchError
 from specdec.pipeline import Pipeline
 from specdec.training import (
@@ -193,3 +194,25 @@ def test_clear_errors(tmp_path, tok, target):
             train_stream=torch.arange(100),
             heldout_stream=None,
         )
+
+
+def test_early_exit_training_lowers_both_losses_and_aligns_the_exit(tmp_path, tok, streams):
+    """BiLD §4.4: the averaged CE of the exit (first layer + shared head) and the final layer."""
+    train, heldout = streams
+    model = make_llama(len(tok), seed=0, layers=3, hidden=32)
+    windows = fixed_windows(heldout, 16, 33)
+    before_exit = evaluate(truncated_copy(model, 1), model, windows)
+    before_final = evaluate(model, model, windows)
+    config = small_config(tmp_path, early_exit_layer=1, distill_weight=0.0, eval_every=30)
+    final = train_draft(copy.deepcopy(model), model, tok, config, train_stream=train, heldout_stream=heldout)
+    tuned = type(model).from_pretrained(final)
+    after_exit = evaluate(truncated_copy(tuned, 1), tuned, windows)
+    after_final = evaluate(tuned, tuned, windows)
+    assert after_exit["heldout_ce"] < before_exit["heldout_ce"] - 1.0
+    assert after_final["heldout_ce"] < before_final["heldout_ce"] - 1.0
+    assert after_exit["top1_agreement"] > before_exit["top1_agreement"] + 0.1
+    log = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert {"exit_ce", "final_ce", "final_heldout_ce", "top1_agreement"} <= set(log[-1])
+    assert log[-1]["ce"] == pytest.approx((log[-1]["exit_ce"] + log[-1]["final_ce"]) / 2, rel=1e-5)
+    with pytest.raises(InvalidArgumentError):
+        TrainConfig(output_dir=str(tmp_path), early_exit_layer=-1)

@@ -65,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
         dest="what", required=True
     )
     add_train_arguments(train.add_parser("draft", help="train a small draft model for a target"))
+    add_train_arguments(
+        train.add_parser("early-exit", help="fine-tune a model so its first layers draft for it (BiLD §4.4)"),
+        early_exit=True,
+    )
     add_export_arguments(train.add_parser("export", help="package a trained draft to load it by name"))
     add_eval_arguments(sub.add_parser("eval-draft", help="agreement, α and SpS tokens/call of a draft"))
     return parser

@@ -1,8 +1,9 @@
-"""``specdec train draft`` and ``specdec eval-draft``."""
+"""``specdec train draft``, ``specdec train early-exit`` and ``specdec eval-draft``."""
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from tqdm.auto import tqdm
 from specdec.errors import InvalidArgumentError
 
 
-def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+def add_train_arguments(parser: argparse.ArgumentParser, early_exit: bool = False) -> None:
     parser.add_argument("--target", default="smollm2-135m")
     parser.add_argument(
         "--output", required=True, type=Path, help="output folder (checkpoints, final/, logs)"
@@ -26,6 +27,36 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--align-count", type=int, default=64, help="prompts per --align source")
     data.add_argument("--align-max-new-tokens", type=int, default=96)
     data.add_argument("--align-every", type=int, default=2, help="every k-th step uses alignment data")
+    if early_exit:
+        parser.add_argument(
+            "--exit-layer", type=int, required=True, help="the small model is the first N layers (+ head)"
+        )
+    else:
+        _add_shape_arguments(parser)
+    opt = parser.add_argument_group("optimisation")
+    opt.add_argument("--steps", type=int, default=1000)
+    opt.add_argument("--batch-size", type=int, default=8)
+    opt.add_argument("--seq-len", type=int, default=128)
+    opt.add_argument("--lr", type=float, default=1e-4 if early_exit else 3e-4)
+    opt.add_argument("--warmup", type=int, default=20)
+    opt.add_argument("--distill", choices=("kl", "soft_ce"), default="kl")
+    opt.add_argument("--temperature", type=float, default=1.0)
+    opt.add_argument(
+        "--lambda",
+        dest="distill_weight",
+        type=float,
+        default=0.0 if early_exit else 0.5,
+        help="KD weight λ in [0, 1]",
+    )
+    opt.add_argument("--preset", choices=("tandem-distil",), default=None)
+    opt.add_argument("--eval-every", type=int, default=100)
+    opt.add_argument("--save-every", type=int, default=200)
+    opt.add_argument("--seed", type=int, default=0)
+    opt.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output")
+    parser.add_argument("--cache-dir", default=None)
+
+
+def _add_shape_arguments(parser: argparse.ArgumentParser) -> None:
     model = parser.add_argument_group("draft shape")
     model.add_argument("--layers", type=int, default=4)
     model.add_argument("--hidden-size", type=int, default=None)
@@ -34,21 +65,6 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--kv-heads", type=int, default=None)
     model.add_argument("--init", choices=("target", "fresh"), default="target")
     model.add_argument("--init-layers", default=None, help="target layers to copy, e.g. 0,1,28,29")
-    opt = parser.add_argument_group("optimisation")
-    opt.add_argument("--steps", type=int, default=1000)
-    opt.add_argument("--batch-size", type=int, default=8)
-    opt.add_argument("--seq-len", type=int, default=128)
-    opt.add_argument("--lr", type=float, default=3e-4)
-    opt.add_argument("--warmup", type=int, default=20)
-    opt.add_argument("--distill", choices=("kl", "soft_ce"), default="kl")
-    opt.add_argument("--temperature", type=float, default=1.0)
-    opt.add_argument("--lambda", dest="distill_weight", type=float, default=0.5, help="KD weight λ in [0, 1]")
-    opt.add_argument("--preset", choices=("tandem-distil",), default=None)
-    opt.add_argument("--eval-every", type=int, default=100)
-    opt.add_argument("--save-every", type=int, default=200)
-    opt.add_argument("--seed", type=int, default=0)
-    opt.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output")
-    parser.add_argument("--cache-dir", default=None)
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,6 +93,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_train(args: argparse.Namespace) -> Path:
+    from specdec.drafters import truncated_copy
     from specdec.models import default_cache_dir, load_model
     from specdec.pipeline import Pipeline
     from specdec.training import (
@@ -103,6 +120,7 @@ def run_train(args: argparse.Namespace) -> Path:
         distill_weight=args.distill_weight,
         preset=args.preset,
         align_every=args.align_every if args.align else 0,
+        early_exit_layer=getattr(args, "exit_layer", 0),
         eval_every=args.eval_every,
         save_every=args.save_every,
         seed=args.seed,
@@ -136,18 +154,22 @@ def run_train(args: argparse.Namespace) -> Path:
             )
     if not args.corpus and not args.align:
         raise InvalidArgumentError("give at least one --corpus or --align source")
-    init_layers = tuple(int(i) for i in args.init_layers.split(",")) if args.init_layers else None
-    shape = DraftShape(
-        args.layers,
-        args.hidden_size,
-        args.intermediate_size,
-        args.heads,
-        args.kv_heads,
-        args.init,
-        init_layers,
-    )
-    draft = build_draft(target.model, shape, seed=args.seed)
-    config.extra["shape"] = shape.__dict__
+    if config.early_exit_layer:
+        truncated_copy(target.model, config.early_exit_layer)  # a clear error for an impossible exit
+        draft = copy.deepcopy(target.model)  # the target itself is fine-tuned; the original is frozen
+    else:
+        init_layers = tuple(int(i) for i in args.init_layers.split(",")) if args.init_layers else None
+        shape = DraftShape(
+            args.layers,
+            args.hidden_size,
+            args.intermediate_size,
+            args.heads,
+            args.kv_heads,
+            args.init,
+            init_layers,
+        )
+        draft = build_draft(target.model, shape, seed=args.seed)
+        config.extra["shape"] = shape.__dict__
     final = train_draft(
         draft,
         target.model,
@@ -157,7 +179,7 @@ def run_train(args: argparse.Namespace) -> Path:
         heldout_stream=heldout,
         alignment=alignment,
     )
-    print(f"final draft: {final}")
+    print(f"final model: {final}")
     return final
 
 

@@ -21,6 +21,7 @@ from accelerate import Accelerator
 from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
+from specdec.drafters.derived import truncated_copy
 from specdec.drafters.model import check_same_vocabulary
 from specdec.errors import InvalidArgumentError
 from specdec.training.alignment import AlignmentExample
@@ -54,12 +55,17 @@ class TrainConfig:
     seed: int = 0
     resume: bool = False
     freeze_embeddings: bool = True  # the shared vocabulary matrix stays the target's
+    # > 0: the model trained is the target itself, with the averaged CE of its first
+    # ``early_exit_layer`` layers (shared norm and head) and of its final layer (BiLD §4.4).
+    early_exit_layer: int = 0
     extra: dict = field(default_factory=dict)  # provenance recorded in the log (corpus, target, ...)
 
     def __post_init__(self) -> None:
         check_distill_params(self.distill_weight, self.temperature, self.distill)
         if self.preset is not None and self.preset not in PRESETS:
             raise InvalidArgumentError(f"preset must be one of {sorted(PRESETS)}, got {self.preset!r}")
+        if self.early_exit_layer < 0:
+            raise InvalidArgumentError(f"early_exit_layer must be >= 0, got {self.early_exit_layer}")
         for name in ("steps", "batch_size", "seq_len"):
             if getattr(self, name) < 1:
                 raise InvalidArgumentError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -165,6 +171,12 @@ def train_draft(
         scheduler.load_state_dict(state["scheduler"])
         start_step = state["step"]
     draft, optimizer, scheduler = accelerator.prepare(draft, optimizer, scheduler)
+    # The early exit shares every parameter with the model, so its loss trains the same weights.
+    exit_model = (
+        truncated_copy(accelerator.unwrap_model(draft), config.early_exit_layer)
+        if config.early_exit_layer
+        else None
+    )
     target = target.to(accelerator.device).eval().requires_grad_(False)
     eval_windows = (
         fixed_windows(heldout_stream, config.eval_windows, config.seq_len + 1)
@@ -195,7 +207,7 @@ def train_draft(
         range(start_step, config.steps),
         initial=start_step,
         total=config.steps,
-        desc="train draft",
+        desc="train early exit" if exit_model is not None else "train draft",
         disable=not accelerator.is_main_process,
     )
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -212,8 +224,14 @@ def train_draft(
         tokens = tokens.to(accelerator.device)
         logits = draft(tokens, attention_mask=attention).logits[:, :-1]
         ce = cross_entropy(logits, tokens[:, 1:], mask)
+        extra = {}
+        if exit_model is not None:
+            logits = exit_model(tokens, attention_mask=attention).logits[:, :-1]
+            exit_ce = cross_entropy(logits, tokens[:, 1:], mask)
+            extra = {"final_ce": ce.item(), "exit_ce": exit_ce.item()}
+            ce = 0.5 * (ce + exit_ce)
         kd = None
-        if weight > 0:
+        if weight > 0:  # distils the draft, or the early exit, from the frozen target
             with torch.no_grad():
                 teacher = target(tokens, attention_mask=attention).logits[:, :-1]
             kd = distillation(logits, teacher, config.temperature, config.distill, mask)
@@ -232,11 +250,18 @@ def train_draft(
             "source": "alignment" if use_alignment else "text",
             "lr": scheduler.get_last_lr()[0],
             "elapsed_s": round(time.perf_counter() - started, 1),
+            **extra,
         }
         if kd is not None:
             record["kd"] = kd.item()
         if eval_windows is not None and ((step + 1) % config.eval_every == 0 or step + 1 == config.steps):
-            record.update(evaluate(accelerator.unwrap_model(draft), target, eval_windows))
+            model = accelerator.unwrap_model(draft)
+            if exit_model is None:
+                record.update(evaluate(model, target, eval_windows))
+            else:  # the exit against the model it drafts for; the final layer against the original
+                record.update(evaluate(exit_model, model, eval_windows))
+                original = evaluate(model, target, eval_windows)
+                record.update({f"final_{k}": v for k, v in original.items()})
             bar.set_postfix(ce=f"{record['heldout_ce']:.3f}", agree=f"{record['top1_agreement']:.3f}")
         log(record)
         if (step + 1) % config.save_every == 0 and step + 1 < config.steps:

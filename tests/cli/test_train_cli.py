@@ -75,7 +75,8 @@ def test_train_early_exit_then_decode_with_it(tmp_path, tiny_model_dir, corpus, 
     ).split()
     assert main(train) == 0
     assert json.loads((out / "train_config.json").read_text())["early_exit_layer"] == 1
-    generate = f"generate hi --no-chat --model {out / 'final'} --drafter early-exit-1 --bild --max-new-tokens 5"
+    model = out / "final"
+    generate = f"generate hi --no-chat --model {model} --drafter early-exit-1 --bild --max-new-tokens 5"
     assert main(generate.split()) == 0
     assert "bild (early-exit-1)" in capsys.readouterr().out
     assert main([*train[:-2], "--exit-layer", "9"]) == 2

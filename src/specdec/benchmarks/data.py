@@ -41,3 +41,32 @@ def load_spec_bench(path: Path, per_task: int) -> list[dict]:
         step = max(1, len(rows) // per_task)
         chosen.extend(rows[::step][:per_task])
     return chosen
+
+
+def cnndm_path(shared: Path | None = None) -> Path:
+    return (shared or default_shared_dir()) / "data" / "eval" / "cnndm" / "cnndm_test.jsonl"
+
+
+SUMMARY_INSTRUCTION = "Summarize this news article in three sentences.\n\n"
+
+
+def load_cnndm(path: Path, count: int, max_words: int = 300) -> list[dict]:
+    """The first ``count`` CNN/DM test articles as summarisation prompts, with their references.
+
+    Articles are cut to ``max_words`` words so a prompt's prefill stays small next to its decoding
+    (the quantity BiLD changes); returns dicts with ``id``, ``prompt`` and ``reference``.
+    """
+    if not path.is_file():
+        raise DataNotFoundError(
+            f"CNN/DM articles not found at {path}; they live in ../shared/data/eval/cnndm "
+            "(pass --cnndm to point elsewhere)"
+        )
+    rows = [json.loads(line) for line in path.read_text().splitlines()[:count]]
+    return [
+        {
+            "id": row["id"],
+            "prompt": SUMMARY_INSTRUCTION + " ".join(row["article"].split()[:max_words]),
+            "reference": row["reference"],
+        }
+        for row in rows
+    ]

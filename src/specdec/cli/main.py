@@ -1,4 +1,4 @@
-"""``specdec`` command line: generate (and the demo) and bench."""
+"""``specdec`` command line: generate (and the demo), bench, sweep, train and eval-draft."""
 
 from __future__ import annotations
 
@@ -70,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
         early_exit=True,
     )
     add_export_arguments(train.add_parser("export", help="package a trained draft to load it by name"))
+    sweep = sub.add_parser("sweep", help="quality/latency sweeps").add_subparsers(dest="what", required=True)
+    from specdec.benchmarks.bild_sweep import add_arguments as add_sweep_arguments
+
+    add_sweep_arguments(sweep.add_parser("bild", help="BiLD (α_FB, α_RB) grid vs plain and SpS"))
     add_eval_arguments(sub.add_parser("eval-draft", help="agreement, α and SpS tokens/call of a draft"))
     return parser
 
@@ -81,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
             from specdec.benchmarks.specbench import run_from_args
 
             run_from_args(args)
+        elif args.command == "sweep":
+            from specdec.benchmarks.bild_sweep import run_from_args as run_sweep
+
+            run_sweep(args)
         elif args.command in ("train", "eval-draft"):
             from specdec.cli.train import run_eval, run_export, run_train
 

@@ -1,0 +1,209 @@
+"""Summaries, the markdown table and the trade-off plot of ``specdec sweep bild``."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from specdec.errors import SpecDecError
+
+
+def _rouge_scorer():
+    try:
+        from rouge_score import rouge_scorer
+    except ImportError as err:  # an optional extra: only the sweep needs it
+        raise SpecDecError("the BiLD sweep needs rouge-score: pip install 'specdec[bench]'") from err
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
+
+
+def summarize_sweep(records: list[dict]) -> list[dict]:
+    """One row per (setup, dataset, method): latency against plain and SpS, quality, policy rates."""
+    scorer = _rouge_scorer()
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in records:
+        groups[(r["setup"], r["dataset"], r["method"])].append(r)
+    plain_text = {(r["setup"], r["dataset"], r["id"]): r for r in records if r["method"] == "plain"}
+    rows = []
+    for (setup, dataset, method), recs in groups.items():
+        plain = [plain_text[(setup, dataset, r["id"])] for r in recs]
+        time = sum(r["stats"]["total_time"] for r in recs)
+        plain_time = sum(p["stats"]["total_time"] for p in plain)
+        stats = [r["stats"] for r in recs]
+        calls = sum(s["target_calls"] for s in stats)
+        draft_calls = sum(s["draft_calls"] for s in stats)
+        target_time = sum(s["target_time"] for s in stats)
+        draft_time = sum(s["draft_time"] for s in stats)
+        proposed = sum(s["proposed_tokens"] for s in stats)
+        row = {
+            "setup": setup,
+            "dataset": dataset,
+            "method": method,
+            "prompts": len(recs),
+            "time_s": time,
+            "latency": time / plain_time,
+            "speedup_vs_plain": plain_time / time,
+            "agreement_rougeL": 100
+            * _mean(
+                [
+                    scorer.score(p["text"], r["text"])["rougeL"].fmeasure
+                    for r, p in zip(recs, plain, strict=True)
+                ]
+            ),
+            "identical": _mean([float(r["tokens"] == p["tokens"]) for r, p in zip(recs, plain, strict=True)]),
+            "alpha": sum(s["accepted_tokens"] for s in stats) / proposed if proposed else None,
+            "tokens_per_target_call": sum(s["new_tokens"] for s in stats) / calls,
+            "fallback_pct": 100 * _mean([s["fallback_rate"] for s in stats]) if proposed else None,
+            "rollback_pct": 100 * _mean([s["rollback_rate"] for s in stats]) if proposed else None,
+            "cost_ratio": (draft_time / draft_calls) / (target_time / calls) if draft_calls else None,
+        }
+        if all("reference" in r for r in recs):
+            row["rougeL"] = 100 * _mean(
+                [scorer.score(r["reference"], r["text"])["rougeL"].fmeasure for r in recs]
+            )
+        rows.append(row)
+    _add_sps_ratios(rows)
+    return rows
+
+
+def _small_model(method: str) -> str | None:
+    if method == "plain":
+        return None
+    return method.split("[", 1)[1].split(",")[0].rstrip("]")
+
+
+def _add_sps_ratios(rows: list[dict]) -> None:
+    sps = {
+        (r["setup"], r["dataset"], _small_model(r["method"])): r
+        for r in rows
+        if r["method"].startswith("sps[")
+    }
+    for r in rows:
+        ref = sps.get((r["setup"], r["dataset"], _small_model(r["method"])))
+        if r["method"].startswith("bild[") and ref is not None:
+            r["speedup_vs_sps"] = ref["time_s"] / r["time_s"]
+            if "rougeL" in r:
+                r["rougeL_vs_sps"] = r["rougeL"] - ref["rougeL"]
+
+
+def best_settings(rows: list[dict]) -> dict:
+    """The issue's two targets, per setup, on CNN/DM: the fastest BiLD setting meeting each bound."""
+    out = {}
+    for setup in sorted({r["setup"] for r in rows}):
+        cnn = [r for r in rows if r["setup"] == setup and r["dataset"] == "cnndm"]
+        plain = next((r for r in cnn if r["method"] == "plain"), None)
+        bild = [r for r in cnn if r["method"].startswith("bild[")]
+        if plain is None or not bild:
+            continue
+        matched_sps = [r for r in bild if r.get("rougeL_vs_sps", float("-inf")) >= -0.2]
+        within_point = [r for r in bild if r["rougeL"] >= plain["rougeL"] - 1.0]
+        out[setup] = {
+            "vs_sps_at_matched_rouge": max(matched_sps, key=lambda r: r["speedup_vs_sps"], default=None),
+            "vs_plain_within_1_point": max(within_point, key=lambda r: r["speedup_vs_plain"], default=None),
+        }
+    return out
+
+
+def _fmt(value, spec: str = ".2f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def write_sweep_markdown(report: dict, path: Path, plot_path: Path | None) -> None:
+    rows, machine, config = report["summary"], report["machine"], report["config"]
+    lines = [
+        "# BiLD sweep: quality vs latency",
+        "",
+        f"Produced by `{machine['command']}` on {machine['date']} ({machine['cpu']}, "
+        f"{machine['cores']} cores, torch {machine['torch']}, transformers {machine['transformers']}). "
+        f"Greedy, {config['max_new_tokens']} new tokens, {config['articles']} CNN/DM articles (first "
+        f"{config['article_words']} words) and {config['spec_bench_per_task']} Spec-Bench prompt(s) per "
+        "task; "
+        "every method ran on every prompt in the same run, interleaved. Latency = total time / the "
+        "setup's plain decoding time. ROUGE-L (F1 × 100) is against the CNN/DM references; agreement is "
+        "ROUGE-L against the setup's own plain greedy output. α = accepted / proposed small-model tokens, "
+        "c = time of a small-model call / time of a large-model call.",
+        "",
+    ]
+    if plot_path is not None:
+        lines += [f"![quality vs latency]({_relative(plot_path, path.parent)})", ""]
+    lines += ["## Targets (CNN/DM)", ""]
+    for setup, best in best_settings(rows).items():
+        a, b = best["vs_sps_at_matched_rouge"], best["vs_plain_within_1_point"]
+        lines.append(
+            f"- **{setup}**: fastest BiLD within 0.2 ROUGE-L of SpS with the same small model: "
+            + (f"`{a['method']}`, {a['speedup_vs_sps']:.2f}× SpS (target ≥ 1.2×)" if a else "none")
+            + "; fastest within 1 point of plain decoding: "
+            + (f"`{b['method']}`, {b['speedup_vs_plain']:.2f}× plain (target ≥ 2.5×)" if b else "none")
+            + "."
+        )
+    header = (
+        "| setup | method | latency | speedup vs plain | vs SpS | ROUGE-L | agreement | identical | α | "
+        "tokens/call | fallback % | rollback % | c |"
+    )
+    for dataset in ("cnndm", "spec_bench"):
+        subset = [r for r in rows if r["dataset"] == dataset]
+        if not subset:
+            continue
+        lines += ["", f"## {'CNN/DM' if dataset == 'cnndm' else 'Spec-Bench'}", "", header, "|" + "---|" * 13]
+        for r in subset:
+            lines.append(
+                f"| {r['setup']} | {r['method']} | {r['latency']:.2f} | {r['speedup_vs_plain']:.2f}× | "
+                f"{_fmt(r.get('speedup_vs_sps'))} | {_fmt(r.get('rougeL'), '.1f')} | "
+                f"{r['agreement_rougeL']:.1f} | {r['identical']:.0%} | {_fmt(r['alpha'])} | "
+                f"{r['tokens_per_target_call']:.2f} | {_fmt(r['fallback_pct'], '.0f')} | "
+                f"{_fmt(r['rollback_pct'], '.0f')} | {_fmt(r['cost_ratio'])} |"
+            )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _relative(target: Path, start: Path) -> str:
+    try:
+        return str(target.resolve().relative_to(start.resolve()))
+    except ValueError:
+        return str(target)
+
+
+def plot(report: dict, path: Path) -> None:
+    """Quality vs normalised latency per dataset, like the paper's Figure 4."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = report["summary"]
+    datasets = [d for d in ("cnndm", "spec_bench") if any(r["dataset"] == d for r in rows)]
+    fig, axes = plt.subplots(1, len(datasets), figsize=(7 * len(datasets), 5.5), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets, strict=True):
+        key = "rougeL" if dataset == "cnndm" else "agreement_rougeL"
+        subset = [r for r in rows if r["dataset"] == dataset]
+        colours = {}
+        for r in subset:
+            small = _small_model(r["method"])
+            label = f"{r['setup']}: {small}" if small else f"{r['setup']}: plain"
+            colour = colours.setdefault((r["setup"], small), f"C{len(colours)}")
+            if r["method"] == "plain":
+                ax.scatter(r["latency"], r[key], marker="*", s=220, color="black", zorder=3)
+                ax.annotate(f"plain ({r['setup']})", (r["latency"], r[key]), fontsize=8)
+                if dataset == "cnndm":
+                    ax.axhline(r[key] - 1.0, color="grey", linestyle="--", linewidth=0.8)
+            elif r["method"].startswith("sps["):
+                ax.scatter(r["latency"], r[key], marker="s", s=80, color=colour, edgecolor="black", zorder=3)
+                ax.annotate("SpS", (r["latency"], r[key]), fontsize=8)
+            else:
+                ax.scatter(r["latency"], r[key], marker="o", color=colour, alpha=0.75, label=label)
+        handles, labels = ax.get_legend_handles_labels()
+        unique = dict(zip(labels, handles, strict=True))
+        ax.legend(unique.values(), unique.keys(), fontsize=8, title="BiLD small model (● BiLD, ■ SpS)")
+        ax.set_xlabel("normalised latency (time / plain decoding time)")
+        ax.set_ylabel("ROUGE-L vs reference" if dataset == "cnndm" else "ROUGE-L vs plain output")
+        title = "CNN/DM (dashed: 1 point below plain)" if dataset == "cnndm" else "Spec-Bench"
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,174 @@
+"""``specdec sweep bild``: BiLD's quality/latency trade-off against plain decoding and SpS, in one run.
+
+Each *setup* is a large model with its small models: the default target with separate drafts, and
+optionally an early-exit-trained model with its own first layers (``--early-exit``). For every
+setup and prompt, plain decoding, lossless SpS with each small model and BiLD over the
+(α_FB, α_RB) grid run back to back (interleaved, so machine drift hits all alike). Quality is
+ROUGE-L against the CNN/DM references, plus agreement with the setup's own plain output on
+CNN/DM and Spec-Bench. Latency is each method's total time over the setup's plain time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.progress import Progress
+
+from specdec.benchmarks.bild_report import plot, summarize_sweep, write_sweep_markdown
+from specdec.benchmarks.data import cnndm_path, load_cnndm, load_spec_bench, spec_bench_path
+from specdec.benchmarks.report import machine_info
+from specdec.decoders import BildConfig
+from specdec.drafters import ModelDrafter, make_drafter
+from specdec.errors import InvalidArgumentError
+from specdec.models import load_model
+from specdec.pipeline import Pipeline
+
+
+@dataclass(frozen=True)
+class SweepMethod:
+    name: str
+    drafter: str | None = None  # None: plain decoding
+    bild: BildConfig | None = None  # None with a drafter: lossless SpS
+
+
+@dataclass
+class Setup:
+    name: str
+    pipe: Pipeline
+    drafters: dict
+    methods: list[SweepMethod]
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [math.inf if v.strip() == "inf" else float(v) for v in text.split(",") if v.strip()]
+    except ValueError as err:
+        raise InvalidArgumentError(f"expected comma-separated numbers, got {text!r}") from err
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--drafters", default="smollm2-135m-draft,prompt-lookup", help="small models")
+    parser.add_argument(
+        "--early-exit",
+        default=None,
+        metavar="MODEL:L",
+        help="also sweep an early-exit-trained model with its first L layers as the small model",
+    )
+    parser.add_argument("--fallback", default="0.3,0.5,0.7", help="α_FB values")
+    parser.add_argument("--rollback", default="2,4,6", help="α_RB values ('inf': no rollback)")
+    parser.add_argument("--max-small-tokens", type=int, default=10)
+    parser.add_argument("--articles", type=int, default=6, help="CNN/DM articles")
+    parser.add_argument("--article-words", type=int, default=300)
+    parser.add_argument("--per-task", type=int, default=1, help="Spec-Bench prompts per task (0: skip)")
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--cnndm", type=Path, default=None)
+    parser.add_argument("--spec-bench", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/bild_sweep.json"))
+    parser.add_argument("--markdown", type=Path, default=Path("benchmarks/BILD.md"))
+    parser.add_argument("--plot", type=Path, default=Path("benchmarks/results/bild_sweep.png"))
+    parser.add_argument("--cache-dir", default=None)
+
+
+def plan(drafters: dict, fallbacks: list[float], rollbacks: list[float], cap: int) -> list[SweepMethod]:
+    methods = [SweepMethod("plain")]
+    for spec, drafter in drafters.items():
+        methods.append(SweepMethod(f"sps[{spec}]", spec))
+        # Only model drafters report a confidence; for the others α_FB would change nothing.
+        confident = isinstance(drafter, ModelDrafter) or spec.startswith("early-exit")
+        for fb in fallbacks if confident else [0.0]:
+            for rb in rollbacks:
+                name = f"bild[{spec}, FB {fb:g}, RB {rb:g}]"
+                methods.append(SweepMethod(name, spec, BildConfig(fb, rb, cap)))
+    return methods
+
+
+def _setup(name: str, model: str, specs: list[str], args: argparse.Namespace) -> Setup:
+    loaded = load_model(model, cache_dir=args.cache_dir)
+    pipe = Pipeline(loaded.model, loaded.tokenizer)
+    drafters = {s: make_drafter(s, loaded.model, loaded.tokenizer, cache_dir=args.cache_dir) for s in specs}
+    grid = plan(drafters, _floats(args.fallback), _floats(args.rollback), args.max_small_tokens)
+    return Setup(name, pipe, drafters, grid)
+
+
+def run_method(setup: Setup, method: SweepMethod, prompt: str, max_new_tokens: int) -> dict:
+    pipe = setup.pipe if method.drafter is None else setup.pipe.with_drafter(setup.drafters[method.drafter])
+    out = pipe.generate(
+        prompt,
+        max_new_tokens=max_new_tokens,
+        chat=True,
+        speculative=method.drafter is not None,
+        bild=method.bild,
+    )
+    return {"text": out.text, "tokens": out.token_ids[0], "stats": out.stats.as_dict()}
+
+
+def run_from_args(args: argparse.Namespace) -> dict:
+    datasets = {"cnndm": load_cnndm(args.cnndm or cnndm_path(), args.articles, args.article_words)}
+    if args.per_task > 0:
+        rows = load_spec_bench(args.spec_bench or spec_bench_path(), args.per_task)
+        datasets["spec_bench"] = [
+            {"id": r["question_id"], "prompt": r["prompt"], "task": r["task"]} for r in rows
+        ]
+    setups = [_setup("separate drafts", args.model, [d for d in args.drafters.split(",") if d], args)]
+    if args.early_exit:
+        model, _, layers = args.early_exit.rpartition(":")
+        if not model or not layers.isdigit():
+            raise InvalidArgumentError(f"--early-exit expects MODEL:L, got {args.early_exit!r}")
+        setups.append(_setup(f"early exit ({layers} layers)", model, [f"early-exit-{layers}"], args))
+
+    records = []
+    total = sum(len(s.methods) for s in setups) * sum(len(v) for v in datasets.values())
+    with Progress() as progress:
+        task = progress.add_task("BiLD sweep", total=total)
+        for setup in setups:
+            for method in setup.methods:  # warm-up: first calls pay allocation and packing costs
+                run_method(setup, method, "Hello!", 4)
+            for dataset, prompts in datasets.items():
+                for prompt in prompts:
+                    for method in setup.methods:
+                        result = run_method(setup, method, prompt["prompt"], args.max_new_tokens)
+                        records.append(
+                            {
+                                "setup": setup.name,
+                                "dataset": dataset,
+                                "method": method.name,
+                                **prompt,
+                                **result,
+                            }
+                        )
+                        progress.advance(task)
+    report = {
+        "machine": machine_info(),
+        "config": {
+            "model": args.model,
+            "drafters": args.drafters,
+            "early_exit": args.early_exit,
+            "fallback": args.fallback,
+            "rollback": args.rollback,
+            "max_small_tokens": args.max_small_tokens,
+            "articles": args.articles,
+            "article_words": args.article_words,
+            "spec_bench_per_task": args.per_task,
+            "max_new_tokens": args.max_new_tokens,
+            "decoding": "greedy",
+        },
+        "methods": {
+            s.name: [
+                {"name": m.name, "drafter": m.drafter, "bild": m.bild and vars(m.bild)} for m in s.methods
+            ]
+            for s in setups
+        },
+        "summary": summarize_sweep(records),
+        "records": records,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1, default=str))
+    plot(report, args.plot)
+    write_sweep_markdown(report, args.markdown, args.plot)
+    print(args.markdown.read_text())
+    return report

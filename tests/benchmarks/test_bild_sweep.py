@@ -1,0 +1,71 @@
+import json
+import math
+
+import pytest
+from test_specbench import write_questions
+
+from specdec.benchmarks.bild_report import best_settings
+from specdec.benchmarks.data import load_cnndm
+from specdec.cli.main import main
+from specdec.errors import DataNotFoundError
+
+
+def write_articles(path, count: int = 2):
+    rows = [
+        {
+            "id": f"a{i}",
+            "article": "the quick brown fox jumps over the lazy dog " * 20,
+            "reference": "a fox jumps",
+        }
+        for i in range(count)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_cnndm_loader_cuts_articles_and_keeps_references(tmp_path):
+    rows = load_cnndm(write_articles(tmp_path / "c.jsonl", 3), count=2, max_words=5)
+    assert [r["id"] for r in rows] == ["a0", "a1"] and rows[0]["reference"] == "a fox jumps"
+    assert rows[0]["prompt"].endswith("the quick brown fox jumps")
+    with pytest.raises(DataNotFoundError, match="cnndm"):
+        load_cnndm(tmp_path / "missing.jsonl", 1)
+
+
+def test_sweep_runs_the_grid_and_writes_table_and_plot(tmp_path, tiny_model_dir):
+    articles, questions = write_articles(tmp_path / "c.jsonl"), write_questions(tmp_path / "q.jsonl", 1)
+    out, md, png = tmp_path / "sweep.json", tmp_path / "BILD.md", tmp_path / "sweep.png"
+    args = (
+        f"sweep bild --model {tiny_model_dir} --drafters first-1,prompt-lookup "
+        f"--early-exit {tiny_model_dir}:1 "
+        f"--fallback 0,0.01 --rollback 0,inf --articles 2 --per-task 1 --max-new-tokens 6 "
+        f"--cnndm {articles} --spec-bench {questions} --out {out} --markdown {md} --plot {png}"
+    ).split()
+    assert main(args) == 0
+    report = json.loads(out.read_text())
+    rows = {(r["setup"], r["dataset"], r["method"]): r for r in report["summary"]}
+    separate = [m["name"] for m in report["methods"]["separate drafts"]]
+    # first-1 has a confidence: 2 × 2 grid; prompt lookup has none: α_FB is not swept for it.
+    assert len(separate) == 1 + (1 + 4) + (1 + 2)
+    assert len(report["methods"]["early exit (1 layers)"]) == 1 + 1 + 4
+    assert len(report["records"]) == (len(separate) + 6) * (2 + 6)
+    for (_, dataset, method), row in rows.items():
+        if method == "plain":
+            assert row["latency"] == 1.0 and row["identical"] == 1.0
+        if method.startswith("sps[") or "RB 0]" in method:  # lossless: SpS, and greedy BiLD at α_RB = 0
+            assert row["identical"] == 1.0 and row["agreement_rougeL"] == pytest.approx(100)
+        assert ("rougeL" in row) == (dataset == "cnndm")
+    never = rows[("separate drafts", "cnndm", "bild[first-1, FB 0, RB inf]")]
+    assert never["rollback_pct"] == 0 and never["alpha"] == 1.0
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert "## Targets (CNN/DM)" in md.read_text() and "early exit (1 layers)" in md.read_text()
+    assert set(best_settings(report["summary"])) == {"separate drafts", "early exit (1 layers)"}
+    assert math.isfinite(report["summary"][0]["time_s"])
+
+
+def test_sweep_rejects_a_bad_grid(tmp_path, tiny_model_dir, capsys):
+    articles = write_articles(tmp_path / "c.jsonl")
+    base = f"sweep bild --model {tiny_model_dir} --cnndm {articles} --per-task 0 --drafters first-1".split()
+    assert main([*base, "--fallback", "x"]) == 2
+    assert "comma-separated" in capsys.readouterr().err
+    assert main([*base, "--rollback", "-1"]) == 2
+    assert "rollback_threshold" in capsys.readouterr().err

@@ -2,9 +2,11 @@
 clear reason where the model package is not installed."""
 
 import importlib.metadata
+import math
 
 import pytest
 
+from specdec.decoders import BildConfig
 from specdec.drafters import make_drafter
 from specdec.pipeline import Pipeline
 
@@ -36,7 +38,9 @@ def plain(smollm):
     return pipe, pipe.generate(PROMPTS, max_new_tokens=24, chat=True, speculative=False)
 
 
-@pytest.mark.parametrize("drafter", ["prompt-lookup", "int8", "smollm2-135m-draft", "first-2"])
+@pytest.mark.parametrize(
+    "drafter", ["prompt-lookup", "int8", "smollm2-135m-draft", "first-2", "early-exit-2"]
+)
 def test_greedy_speculative_equals_plain_greedy_on_smollm2(smollm, plain, drafter):
     _, expected = plain
     spec = Pipeline(
@@ -52,6 +56,18 @@ def test_greedy_speculative_equals_plain_greedy_on_smollm2(smollm, plain, drafte
 
 
 ACCEPTANCE: dict[str, float] = {}
+
+
+def test_bild_on_smollm2(smollm, plain):
+    """α_RB = 0 reproduces plain greedy decoding; a loose setting keeps small tokens it disagrees on."""
+    _, expected = plain
+    drafter = make_drafter("smollm2-135m-draft", smollm.model, smollm.tokenizer)
+    pipe = Pipeline(smollm.model, smollm.tokenizer, drafter=drafter)
+    strict = pipe.generate(PROMPTS, max_new_tokens=24, chat=True, bild=BildConfig(0.3, 0.0))
+    assert strict.token_ids == expected.token_ids
+    loose = pipe.generate(PROMPTS, max_new_tokens=24, chat=True, bild=BildConfig(0.0, math.inf, 4))
+    assert loose.stats.acceptance_rate == 1.0 and loose.stats.tokens_per_target_call > 4
+    assert loose.token_ids != expected.token_ids  # an untrusted small model, never corrected
 
 
 def test_trained_draft_beats_the_untrained_truncated_copy():

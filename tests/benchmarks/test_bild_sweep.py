@@ -58,7 +58,15 @@ def test_sweep_runs_the_grid_and_writes_table_and_plot(tmp_path, tiny_model_dir)
     assert never["rollback_pct"] == 0 and never["alpha"] == 1.0
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert "## Targets (CNN/DM)" in md.read_text() and "early exit (1 layers)" in md.read_text()
-    assert set(best_settings(report["summary"])) == {"separate drafts", "early exit (1 layers)"}
+    assert set(best_settings(report["summary"])) == {
+        ("separate drafts", "first-1"),
+        ("separate drafts", "prompt-lookup"),
+        ("early exit (1 layers)", "early-exit-1"),
+    }
+    table = md.read_text()
+    md.unlink()
+    assert main([*args, "--from-json", str(out)]) == 0  # re-summarised from the records, nothing re-run
+    assert md.read_text() == table
     assert math.isfinite(report["summary"][0]["time_s"])
 
 

@@ -72,6 +72,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--markdown", type=Path, default=Path("benchmarks/BILD.md"))
     parser.add_argument("--plot", type=Path, default=Path("benchmarks/results/bild_sweep.png"))
     parser.add_argument("--cache-dir", default=None)
+    parser.add_argument(
+        "--from-json",
+        type=Path,
+        default=None,
+        help="re-summarise a results file (no runs), rewrite table and plot",
+    )
 
 
 def plan(drafters: dict, fallbacks: list[float], rollbacks: list[float], cap: int) -> list[SweepMethod]:
@@ -108,6 +114,10 @@ def run_method(setup: Setup, method: SweepMethod, prompt: str, max_new_tokens: i
 
 
 def run_from_args(args: argparse.Namespace) -> dict:
+    if args.from_json:
+        report = json.loads(args.from_json.read_text())
+        report["summary"] = summarize_sweep(report["records"])
+        return _write(report, args)
     datasets = {"cnndm": load_cnndm(args.cnndm or cnndm_path(), args.articles, args.article_words)}
     if args.per_task > 0:
         rows = load_spec_bench(args.spec_bench or spec_bench_path(), args.per_task)
@@ -166,6 +176,10 @@ def run_from_args(args: argparse.Namespace) -> dict:
         "summary": summarize_sweep(records),
         "records": records,
     }
+    return _write(report, args)
+
+
+def _write(report: dict, args: argparse.Namespace) -> dict:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1, default=str))
     plot(report, args.plot)

@@ -216,3 +216,13 @@ def test_early_exit_training_lowers_both_losses_and_aligns_the_exit(tmp_path, to
     assert log[-1]["ce"] == pytest.approx((log[-1]["exit_ce"] + log[-1]["final_ce"]) / 2, rel=1e-5)
     with pytest.raises(InvalidArgumentError):
         TrainConfig(output_dir=str(tmp_path), early_exit_layer=-1)
+
+
+def test_evaluate_runs_without_dropout_and_restores_modes(tok):
+    """GPT-2 has dropout: evaluation must not sample it, nor leave a model switched to training."""
+    draft, target = make_gpt2(len(tok), seed=1), make_gpt2(len(tok), seed=0)
+    draft.eval(), target.train()  # a loaded draft (eval-draft) and a model being fine-tuned (early exit)
+    windows = torch.randint(3, len(tok), (4, 17), generator=torch.Generator().manual_seed(0))
+    first, second = evaluate(draft, target, windows), evaluate(draft, target, windows)
+    assert first == second
+    assert not draft.training and target.training

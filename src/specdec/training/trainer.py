@@ -108,8 +108,12 @@ def _alignment_batch(examples: list[AlignmentExample], config: TrainConfig, step
 
 @torch.no_grad()
 def evaluate(draft: PreTrainedModel, target: PreTrainedModel, windows: torch.Tensor, batch: int = 8) -> dict:
-    """Held-out CE of the draft; its teacher-forced top-1 agreement and α = Σ min(p, q) with the target."""
-    draft.eval()
+    """Held-out CE of the draft; its teacher-forced top-1 agreement and α = Σ min(p, q) with the target.
+
+    Both models run in eval mode (no dropout) and get their previous mode back afterwards.
+    """
+    modes = [(m, m.training) for m in (draft, target)]
+    draft.eval(), target.eval()
     ce_sum = agree = alpha = count = 0.0
     device = next(draft.parameters()).device
     for chunk in windows.split(batch):
@@ -121,7 +125,8 @@ def evaluate(draft: PreTrainedModel, target: PreTrainedModel, windows: torch.Ten
         agree += (p_logits.argmax(-1) == q_logits.argmax(-1)).sum().item()
         alpha += torch.minimum(p_logits.softmax(-1), q_logits.softmax(-1)).sum(-1).sum().item()
         count += n
-    draft.train()
+    for model, training in modes:
+        model.train(training)
     return {"heldout_ce": ce_sum / count, "top1_agreement": agree / count, "alpha": alpha / count}
 
 
@@ -171,7 +176,9 @@ def train_draft(
         scheduler.load_state_dict(state["scheduler"])
         start_step = state["step"]
     draft, optimizer, scheduler = accelerator.prepare(draft, optimizer, scheduler)
-    # The early exit shares every parameter with the model, so its loss trains the same weights.
+    draft.train()
+    # The early exit shares every parameter with the model, so its loss trains the same weights;
+    # copied from the model in train mode, its dropout layers are on like the model's.
     exit_model = (
         truncated_copy(accelerator.unwrap_model(draft), config.early_exit_layer)
         if config.early_exit_layer
@@ -201,7 +208,6 @@ def train_draft(
             state = {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
             torch.save(state, folder / "trainer_state.pt")
 
-    draft.train()
     started = time.perf_counter()
     bar = tqdm(
         range(start_step, config.steps),

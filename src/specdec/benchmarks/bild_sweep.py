@@ -22,7 +22,7 @@ from specdec.benchmarks.bild_report import plot, summarize_sweep, write_sweep_ma
 from specdec.benchmarks.data import cnndm_path, load_cnndm, load_spec_bench, spec_bench_path
 from specdec.benchmarks.report import machine_info
 from specdec.decoders import BildConfig
-from specdec.drafters import ModelDrafter, make_drafter
+from specdec.drafters import make_drafter
 from specdec.errors import InvalidArgumentError
 from specdec.models import load_model
 from specdec.pipeline import Pipeline
@@ -84,9 +84,8 @@ def plan(drafters: dict, fallbacks: list[float], rollbacks: list[float], cap: in
     methods = [SweepMethod("plain")]
     for spec, drafter in drafters.items():
         methods.append(SweepMethod(f"sps[{spec}]", spec))
-        # Only model drafters report a confidence; for the others α_FB would change nothing.
-        confident = isinstance(drafter, ModelDrafter) or spec.startswith("early-exit")
-        for fb in fallbacks if confident else [0.0]:
+        # For a drafter without a confidence (prompt lookup) α_FB would change nothing.
+        for fb in fallbacks if drafter.has_confidence else [0.0]:
             for rb in rollbacks:
                 name = f"bild[{spec}, FB {fb:g}, RB {rb:g}]"
                 methods.append(SweepMethod(name, spec, BildConfig(fb, rb, cap)))

@@ -93,7 +93,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_train(args: argparse.Namespace) -> Path:
-    from specdec.drafters import truncated_copy
+    from specdec.drafters import check_truncation
     from specdec.models import default_cache_dir, load_model
     from specdec.pipeline import Pipeline
     from specdec.training import (
@@ -155,7 +155,7 @@ def run_train(args: argparse.Namespace) -> Path:
     if not args.corpus and not args.align:
         raise InvalidArgumentError("give at least one --corpus or --align source")
     if config.early_exit_layer:
-        truncated_copy(target.model, config.early_exit_layer)  # a clear error for an impossible exit
+        check_truncation(target.model, config.early_exit_layer)
         draft = copy.deepcopy(target.model)  # the target itself is fine-tuned; the original is frozen
     else:
         init_layers = tuple(int(i) for i in args.init_layers.split(",")) if args.init_layers else None

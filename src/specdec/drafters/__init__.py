@@ -5,6 +5,7 @@ from specdec.drafters.derived import (
     PRECISIONS,
     ReducedPrecisionDrafter,
     TruncatedDrafter,
+    check_truncation,
     reduced_precision_copy,
     truncated_copy,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "ReducedPrecisionDrafter",
     "TruncatedDrafter",
     "check_same_vocabulary",
+    "check_truncation",
     "lookup_continuation",
     "make_drafter",
     "reduced_precision_copy",

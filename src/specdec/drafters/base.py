@@ -38,6 +38,8 @@ class Drafter(ABC):
 
     #: forwards of a draft model since :meth:`begin` (model-free drafters leave it at 0)
     draft_calls: int = 0
+    #: whether :meth:`propose` honours ``min_confidence`` (its guesses come with a distribution)
+    has_confidence: bool = False
 
     def validate(self, target: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None) -> None:  # noqa: B027
         """Raise if this drafter cannot draft for ``target`` (e.g. a different vocabulary)."""

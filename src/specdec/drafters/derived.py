@@ -40,11 +40,16 @@ def reduced_precision_copy(model: PreTrainedModel, precision: str) -> PreTrained
     return copy.deepcopy(model).to(dtype)
 
 
-def truncated_copy(model: PreTrainedModel, num_layers: int) -> PreTrainedModel:
-    """The first ``num_layers`` decoder layers with the target's embeddings, final norm and head."""
+def check_truncation(model: PreTrainedModel, num_layers: int) -> None:
+    """A truncated model keeps at least one layer and drops at least one."""
     total = model.config.num_hidden_layers
     if not 1 <= num_layers < total:
         raise InvalidArgumentError(f"num_layers must be in [1, {total - 1}], got {num_layers}")
+
+
+def truncated_copy(model: PreTrainedModel, num_layers: int) -> PreTrainedModel:
+    """The first ``num_layers`` decoder layers with the target's embeddings, final norm and head."""
+    check_truncation(model, num_layers)
     draft = _shallow_copy(model)  # the copy gets its own config object, edited below
     layers = decoder_layers(draft)
     del layers[num_layers:]

@@ -16,7 +16,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.drafters.base import Draft, Drafter
-from specdec.drafters.derived import truncated_copy
+from specdec.drafters.derived import check_truncation, truncated_copy
 from specdec.drafters.model import draft_autoregressively
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
@@ -24,8 +24,10 @@ from specdec.sampling import SamplingConfig
 
 
 class EarlyExitDrafter(Drafter):
+    has_confidence = True
+
     def __init__(self, target: PreTrainedModel, num_layers: int):
-        truncated_copy(target, num_layers)  # validates num_layers before any engine exists
+        check_truncation(target, num_layers)
         self.base, self.num_layers = target, num_layers
         self.name = f"early-exit-{num_layers}"
         self.engine: Engine | None = None
@@ -35,6 +37,8 @@ class EarlyExitDrafter(Drafter):
             raise InvalidArgumentError("an early-exit drafter drafts with its own target's layers only")
 
     def attach(self, target: Engine) -> None:
+        if target is self.engine:  # a pipeline re-attaching (``with_drafter``): the exit is built
+            return
         self.engine = target
         # Sliced from the engine's model so it shares the engine's (possibly packed) weights.
         self.exit_model = truncated_copy(target.model, self.num_layers)

@@ -97,6 +97,8 @@ def draft_autoregressively(
 class ModelDrafter(Drafter):
     """Runs a small model autoregressively on its own engine, rolling it back after each verify."""
 
+    has_confidence = True
+
     def __init__(
         self,
         model: PreTrainedModel,

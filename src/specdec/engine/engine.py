@@ -165,7 +165,7 @@ class Engine:
         kwargs = {}
         if self._takes_logits_to_keep and num_logits is not None:
             kwargs["logits_to_keep"] = num_logits
-        out = (model or self.model)(
+        out = (self.model if model is None else model)(
             input_ids=tokens,
             position_ids=positions,
             attention_mask=self._attention_masks(mask, positions, key_pos),

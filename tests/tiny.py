@@ -40,7 +40,9 @@ def make_tokenizer(vocab_size: int = 320) -> PreTrainedTokenizerFast:
     )
 
 
-def make_llama(vocab_size: int, seed: int = 0, layers: int = 2, hidden: int = 32) -> LlamaForCausalLM:
+def make_llama(
+    vocab_size: int, seed: int = 0, layers: int = 2, hidden: int = 32, context: int = 256, attn: str = "sdpa"
+) -> LlamaForCausalLM:
     torch.manual_seed(seed)
     config = LlamaConfig(
         vocab_size=vocab_size,
@@ -49,11 +51,12 @@ def make_llama(vocab_size: int, seed: int = 0, layers: int = 2, hidden: int = 32
         num_hidden_layers=layers,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=256,
+        max_position_embeddings=context,
         eos_token_id=2,
         bos_token_id=1,
         pad_token_id=0,
     )
+    config._attn_implementation = attn
     model = LlamaForCausalLM(config)
     # Random init gives near-uniform logits; widen them so greedy paths are not decided by ties.
     with torch.no_grad():
@@ -61,14 +64,16 @@ def make_llama(vocab_size: int, seed: int = 0, layers: int = 2, hidden: int = 32
     return model.eval()
 
 
-def make_gpt2(vocab_size: int, seed: int = 0, layers: int = 2, hidden: int = 32) -> GPT2LMHeadModel:
+def make_gpt2(
+    vocab_size: int, seed: int = 0, layers: int = 2, hidden: int = 32, context: int = 256
+) -> GPT2LMHeadModel:
     torch.manual_seed(seed)
     config = GPT2Config(
         vocab_size=vocab_size,
         n_embd=hidden,
         n_layer=layers,
         n_head=4,
-        n_positions=256,
+        n_positions=context,
         eos_token_id=2,
         bos_token_id=1,
         tie_word_embeddings=False,
@@ -77,3 +82,15 @@ def make_gpt2(vocab_size: int, seed: int = 0, layers: int = 2, hidden: int = 32)
     with torch.no_grad():
         model.lm_head.weight.mul_(8.0)
     return model.eval()
+
+
+def perturbed_copy(model, scale: float, seed: int = 0):
+    """``model`` with noise on its output head: a draft that agrees with it often, not always."""
+    import copy
+
+    torch.manual_seed(seed)
+    other = copy.deepcopy(model)
+    with torch.no_grad():
+        head = other.get_output_embeddings().weight
+        head.add_(scale * head.std() * torch.randn_like(head))
+    return other

@@ -1,6 +1,6 @@
 """specdec: faster generation for Hugging Face causal LMs with speculative decoding."""
 
-from specdec.decoders import BildConfig
+from specdec.decoders import BiLD, DecodingMethod, PlainDecoding, SpeculativeSampling
 from specdec.drafters import Drafter, make_drafter
 from specdec.engine import Engine
 from specdec.models import load_model
@@ -8,12 +8,15 @@ from specdec.pipeline import GenerationResult, Pipeline
 from specdec.sampling import SamplingConfig
 
 __all__ = [
-    "BildConfig",
+    "BiLD",
+    "DecodingMethod",
     "Drafter",
     "Engine",
     "GenerationResult",
     "Pipeline",
+    "PlainDecoding",
     "SamplingConfig",
+    "SpeculativeSampling",
     "load_model",
     "make_drafter",
 ]

@@ -32,6 +32,14 @@ class ModelNotFoundError(SpecDecError, FileNotFoundError):
     """A model name, directory or file could not be resolved."""
 
 
+class ModelFormatError(SpecDecError, ValueError):
+    """A model file exists but cannot be read (not a GGUF file, truncated, unsupported architecture)."""
+
+
+class CacheMemoryError(SpecDecError, MemoryError):
+    """The KV cache a request needs could not be allocated."""
+
+
 class OfflineError(SpecDecError, OSError):
     """A hub id was requested but no model hub is reachable from this machine."""
 

@@ -5,29 +5,35 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
+from jinja2 import TemplateError
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.decoders import (
-    BildConfig,
-    GammaPolicy,
+    DecodingMethod,
     GenerationStats,
+    Request,
     StopCriteria,
     StreamCallback,
-    autoregressive_generate,
-    bild_generate,
-    make_gamma_policy,
-    speculative_generate,
+    make_method,
 )
 from specdec.drafters import Drafter
-from specdec.drafters.model import output_vocab_size
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError, PromptError
-from specdec.sampling import SamplingConfig
+from specdec.inputs import (
+    as_batch,
+    check_count,
+    check_flag,
+    check_messages,
+    check_seeds,
+    check_stop,
+    token_ids,
+)
+from specdec.models.vocabulary import output_vocab_size
+from specdec.sampling import SamplingConfig, row_keys
 
-Prompt = str | Sequence[int] | Sequence[dict]
+Prompt = str | Sequence[int] | torch.Tensor | Sequence[dict]
 
 
 @dataclass
@@ -41,15 +47,6 @@ class GenerationResult:
     @property
     def text(self) -> str:
         return self.texts[0]
-
-
-def _is_single(prompts: Any) -> bool:
-    if isinstance(prompts, str):
-        return True
-    items = list(prompts)
-    if not items:
-        return False
-    return all(isinstance(x, int) for x in items) or isinstance(items[0], dict)
 
 
 def eos_token_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None) -> frozenset[int]:
@@ -74,6 +71,15 @@ class Pipeline:
         drafter: Drafter | None = None,
         pack_weights: bool | None = None,
     ):
+        if not isinstance(model, PreTrainedModel):
+            raise InvalidArgumentError(
+                f"model must be a transformers PreTrainedModel, got {type(model).__name__}"
+            )
+        if drafter is not None and not isinstance(drafter, Drafter):
+            raise InvalidArgumentError(
+                f"drafter must be a specdec Drafter (see make_drafter), got {drafter!r}"
+            )
+        check_flag("pack_weights", pack_weights)
         self.model, self.tokenizer = model, tokenizer
         self.engine = Engine(model, pack_weights=pack_weights)
         self.drafter = drafter
@@ -84,30 +90,31 @@ class Pipeline:
 
     def with_drafter(self, drafter: Drafter) -> Pipeline:
         """A pipeline sharing this one's engine (and packed weights) with another drafter."""
+        if not isinstance(drafter, Drafter):
+            raise InvalidArgumentError(
+                f"drafter must be a specdec Drafter (see make_drafter), got {drafter!r}"
+            )
         drafter.validate(self.model, self.tokenizer)
         drafter.attach(self.engine)
         other = copy.copy(self)
         other.drafter = drafter
         return other
 
-    def encode(self, prompt: Prompt, chat: bool | None) -> list[int]:
+    def encode(self, prompt: Prompt, chat: bool | None = None) -> list[int]:
+        """Token ids of one prompt: text (as a user message with ``chat=True``), token ids, or a chat."""
         if isinstance(prompt, str):
             if not prompt:
                 raise PromptError("prompt is empty")
             if chat:
                 return self._chat([{"role": "user", "content": prompt}])
             return self._tokenizer().encode(prompt, add_special_tokens=True)
-        items = list(prompt)
-        if not items:
-            raise PromptError("prompt is empty")
-        if isinstance(items[0], dict):
-            return self._chat(items)
-        ids = [int(t) for t in items]
-        if min(ids) < 0 or max(ids) >= self.vocab_size:
-            raise PromptError(
-                f"prompt token ids must be in [0, {self.vocab_size}), got {min(ids)}..{max(ids)}"
-            )
-        return ids
+        if isinstance(prompt, list | tuple) and prompt and isinstance(prompt[0], dict):
+            return self._chat(check_messages(prompt))
+        if isinstance(prompt, list | tuple | torch.Tensor):
+            return token_ids(prompt, self.vocab_size)
+        raise PromptError(
+            f"a prompt must be text, token ids or a chat (list of messages), got {type(prompt).__name__}"
+        )
 
     def _tokenizer(self) -> PreTrainedTokenizerBase:
         if self.tokenizer is None:
@@ -118,73 +125,78 @@ class Pipeline:
         tokenizer = self._tokenizer()
         if not tokenizer.chat_template:
             raise InvalidArgumentError("this tokenizer has no chat template; pass plain text with chat=False")
-        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        try:
+            ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        except (TemplateError, TypeError, ValueError, KeyError) as err:
+            raise PromptError(f"the tokenizer's chat template cannot render these messages: {err}") from err
         return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
 
     def generate(
         self,
         prompts: Prompt | Sequence[Prompt],
         *,
+        method: str | DecodingMethod | None = None,
         max_new_tokens: int = 128,
         temperature: float = 0.0,
         top_k: int = 0,
         top_p: float = 1.0,
-        gamma: int | str | GammaPolicy = "adaptive",
-        speculative: bool | None = None,
-        bild: BildConfig | None = None,
         num_samples: int = 1,
-        stop: Sequence[str] = (),
-        seed: int | None = None,
+        stop: str | Sequence[str] = (),
+        seed: int | Sequence[int] | None = None,
         chat: bool | None = None,
         stream: StreamCallback | None = None,
     ) -> GenerationResult:
         """Generate for one prompt or a batch; ``num_samples`` completions per prompt.
 
-        A prompt is text, token ids, or a chat (list of ``{"role", "content"}`` messages, rendered
-        with the tokenizer's chat template); ``chat=True`` renders plain text as a user message.
-        ``speculative`` defaults to "if a drafter was given". Greedy when ``temperature == 0``.
-        ``bild`` switches from lossless speculative sampling to Big Little Decoder with those
-        thresholds (faster, not lossless); ``gamma`` is then unused (BiLD's cap replaces it).
+        A prompt is text, token ids (a list or a 1-D tensor; a 2-D tensor is a batch), or a chat (list
+        of ``{"role", "content"}`` messages, rendered with the tokenizer's chat template); ``chat=True``
+        renders plain text as a user message. ``method`` is a :class:`~specdec.decoders.DecodingMethod`
+        (``SpeculativeSampling(gamma=4)``, ``BiLD(0.5, 3.0)``, ``PlainDecoding()``) or its name
+        ("sps", "bild", "plain"); by default SpS when the pipeline has a drafter, else plain decoding.
+        Greedy when ``temperature == 0``. ``seed``: one int for every prompt, one per prompt, or None
+        for fresh randomness; see the README for what a seed guarantees.
         """
         sampling = SamplingConfig(temperature=temperature, top_k=top_k, top_p=top_p)
-        if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-            raise InvalidArgumentError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
-        if not isinstance(num_samples, int) or num_samples < 1:
-            raise InvalidArgumentError(f"num_samples must be an integer >= 1, got {num_samples!r}")
-        policy = make_gamma_policy(gamma)
-        batch = [prompts] if _is_single(prompts) else list(prompts)
-        if not batch:
-            raise PromptError("no prompts given")
-        encoded = [self.encode(p, chat) for p in batch for _ in range(num_samples)]
+        check_count("max_new_tokens", max_new_tokens)
+        check_count("num_samples", num_samples)
+        check_flag("chat", chat)
+        if stream is not None and not callable(stream):
+            raise InvalidArgumentError(
+                f"stream must be a callable(row, token_ids, from_draft), got {stream!r}"
+            )
+        method = make_method(method, self.drafter is not None)
+        if method.needs_drafter and self.drafter is None:
+            raise InvalidArgumentError(f"method {method.name!r} needs a drafter: build the Pipeline with one")
+        stop_strings = check_stop(stop)
+        if stop_strings and self.tokenizer is None:
+            raise InvalidArgumentError("stop strings need a tokenizer to decode the output")
+        batch = as_batch(prompts)
+        seeds = check_seeds(seed, len(batch))
+        encoded = [self.encode(p, chat) for p in batch]
         limit = self.engine.max_positions
         longest = max(len(ids) for ids in encoded)
-        if limit is not None and longest >= limit:
+        if limit is not None and longest > limit:
             raise PromptError(
                 f"prompt of {longest} tokens does not fit the model's context of {limit} tokens"
             )
-        stop_criteria = StopCriteria(
-            max_new_tokens=max_new_tokens,
-            eos_token_ids=eos_token_ids(self.model, self.tokenizer),
-            stop_strings=tuple(stop),
-            decode=self.tokenizer.decode if self.tokenizer is not None else None,
+        # The cache a request can grow to (capped at the context window) must fit, checked before
+        # any per-row work: num_samples=10**9 is an error now, not an hour of list building.
+        self.engine.check_fits(
+            len(encoded) * num_samples, self.engine.first_capacity(longest + max_new_tokens)
         )
-        generator = torch.Generator()
-        if seed is None:
-            generator.seed()
-        else:
-            generator.manual_seed(seed)
-        if bild is not None and speculative is False:
-            raise InvalidArgumentError("bild needs the drafter: don't pass speculative=False with it")
-        speculative = self.drafter is not None if speculative is None else speculative
-        if (speculative or bild is not None) and self.drafter is None:
-            raise InvalidArgumentError("speculative decoding and BiLD need a drafter")
-        common = dict(sampling=sampling, stop=stop_criteria, generator=generator, callback=stream)
-        if bild is not None:
-            out = bild_generate(self.engine, self.drafter, encoded, config=bild, **common)
-        elif speculative:
-            out = speculative_generate(self.engine, self.drafter, encoded, gamma=policy, **common)
-        else:
-            out = autoregressive_generate(self.engine, encoded, **common)
+        request = Request(
+            prompts=[ids for ids in encoded for _ in range(num_samples)],
+            sampling=sampling,
+            stop=StopCriteria(
+                max_new_tokens=max_new_tokens,
+                eos_token_ids=eos_token_ids(self.model, self.tokenizer),
+                stop_strings=stop_strings,
+                decode=self.tokenizer.decode if self.tokenizer is not None else None,
+            ),
+            keys=row_keys(seeds, num_samples),
+            callback=stream,
+        )
+        out = method.decode(self.engine, self.drafter if method.needs_drafter else None, request)
         texts = [
             self.tokenizer.decode(t, skip_special_tokens=True) if self.tokenizer else "" for t in out.tokens
         ]

@@ -1,6 +1,10 @@
 import json
 
+import pytest
+
 from specdec.benchmarks.data import SPEC_BENCH_TASKS, load_spec_bench
+from specdec.benchmarks.report import bootstrap_interval
+from specdec.benchmarks.specbench import plan_methods, rotated
 from specdec.cli.main import main
 
 
@@ -45,9 +49,35 @@ def test_bench_runs_every_method_and_writes_reports(tmp_path, tiny_model_dir):
     assert all(report["summary"][m]["identical_to_greedy"] == 1.0 for m in methods)
     assert 0.0 <= report["summary"]["ours-sps[first-1]"]["alpha"] <= 1.0
     table = md.read_text()
-    assert "| ours-sps[first-1] |" in table and "speedup vs HF plain" in table
+    assert "| ours-sps[first-1] |" in table and "speedup vs HF plain" in table and "bootstrap" in table
+    for name in methods:
+        entry = report["summary"][name]
+        low, high = entry["speedup_vs_ours_plain_ci95"]
+        assert low <= entry["speedup_vs_ours_plain"] <= high
+    assert report["machine"]["cpu_features"] is not None
+    # interleaved per prompt, each prompt starting with a different method
+    firsts = [report["records"][i * len(methods)]["method"] for i in range(3)]
+    assert len(set(firsts)) == 3
 
 
 def test_missing_prompts_file_is_a_clear_error(tmp_path, tiny_model_dir, capsys):
     assert main(["bench", "--model", str(tiny_model_dir), "--spec-bench", str(tmp_path / "none.jsonl")]) == 2
     assert "Spec-Bench prompts not found" in capsys.readouterr().err
+
+
+def test_method_order_rotates_through_every_method():
+    methods = plan_methods(["a", "b"], [], with_hf=True)
+    orders = [rotated(methods, turn) for turn in range(len(methods))]
+    assert all(sorted(m.name for m in order) == sorted(m.name for m in methods) for order in orders)
+    assert [order[0].name for order in orders] == [m.name for m in methods]
+
+
+def records(times: list[float], tokens: int = 10) -> list[dict]:
+    return [{"question_id": i, "tokens": [0] * tokens, "time": t} for i, t in enumerate(times)]
+
+
+def test_bootstrap_interval():
+    base = records([1.0, 2.0, 1.5, 3.0, 0.5])
+    assert bootstrap_interval(records([0.5, 1.0, 0.75, 1.5, 0.25]), base) == pytest.approx([2.0, 2.0])
+    low, high = bootstrap_interval(records([0.4, 1.4, 0.9, 2.6, 0.6]), base)
+    assert low < 8.0 / 5.9 < high and high - low > 0.05  # spread from prompts that gain unequally

@@ -1,3 +1,9 @@
+"""Tiny targets, every drafter, and per-target caches of pipelines and plain baselines.
+
+The conformance tests compare hundreds of (method, drafter, setting) runs against plain decoding;
+building each pipeline and each plain baseline once per target keeps that affordable.
+"""
+
 import pytest
 
 from specdec.drafters import (
@@ -7,6 +13,7 @@ from specdec.drafters import (
     ReducedPrecisionDrafter,
     TruncatedDrafter,
 )
+from specdec.pipeline import Pipeline
 from tiny import make_gpt2, make_llama, make_tokenizer
 
 PROMPTS = ["the quick brown fox jumps over the lazy dog. the quick", "def add(a, b):"]
@@ -32,3 +39,30 @@ DRAFTERS = {
     "truncated": lambda target, tok: TruncatedDrafter(target, tok, 2),
     "early-exit": lambda target, tok: EarlyExitDrafter(target, 2),
 }
+
+
+class Cached:
+    """Pipelines per drafter and plain outputs per call, built on first use for one target."""
+
+    def __init__(self, target, tok):
+        self.target, self.tok = target, tok
+        self.plain_pipe = Pipeline(target, tok)
+        self._pipes, self._plain = {}, {}
+
+    def pipe(self, drafter: str) -> Pipeline:
+        if drafter not in self._pipes:
+            self._pipes[drafter] = Pipeline(
+                self.target, self.tok, drafter=DRAFTERS[drafter](self.target, self.tok)
+            )
+        return self._pipes[drafter]
+
+    def plain(self, prompts, **kwargs):
+        key = repr((prompts, sorted(kwargs.items())))
+        if key not in self._plain:
+            self._plain[key] = self.plain_pipe.generate(prompts, method="plain", **kwargs)
+        return self._plain[key]
+
+
+@pytest.fixture(scope="module")
+def cached(target, tok):
+    return Cached(target, tok)

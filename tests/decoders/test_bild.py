@@ -1,4 +1,7 @@
-"""Big Little Decoder: policies on hand-built logits, decoder invariants on tiny models."""
+"""Big Little Decoder: policies on hand-built logits, decoder invariants on tiny models.
+
+(That α_RB = 0 reproduces plain decoding, greedy and seeded sampling, for every drafter and at the
+end of the context window, is in test_lossless.py with the lossless methods.)"""
 
 import itertools
 import math
@@ -6,17 +9,16 @@ import math
 import pytest
 import torch
 
-from conftest import DRAFTERS, PROMPTS
-from specdec.decoders import BildConfig, StopCriteria, bild_generate
-from specdec.decoders.bild import bild_verify, first_rollback, rollback_distance
+from conftest import PROMPTS
+from specdec.decoders import BiLD, Request, StopCriteria, bild_verify, rollback_distance
 from specdec.drafters import Draft, ModelDrafter
+from specdec.drafters.model import draft_autoregressively
 from specdec.engine import Engine
-from specdec.errors import InvalidArgumentError
-from specdec.pipeline import Pipeline
-from specdec.sampling import SamplingConfig, max_probability
+from specdec.sampling import KeyedDraws, SamplingConfig, choose_tokens, max_probability
 from tiny import make_llama
 
 GREEDY = SamplingConfig()
+NO_DRAWS = KeyedDraws([0, 1], [0, 0])  # greedy rules never draw
 
 
 def _logits_from_probs(rows: list[list[list[float]]]) -> torch.Tensor:
@@ -26,13 +28,18 @@ def _logits_from_probs(rows: list[list[list[float]]]) -> torch.Tensor:
 
 # -- fallback ---------------------------------------------------------------------------------------
 def test_fallback_fires_strictly_below_the_threshold():
+    """The drafter's own comparison: a confidence equal to α_FB keeps drafting, the next double
+    above it stops the row before its first token."""
     logits = _logits_from_probs([[[0.5, 0.3, 0.2]], [[0.9, 0.05, 0.05]]])[:, 0]
-    confidence = max_probability(logits)
-    assert confidence.tolist() == pytest.approx([0.5, 0.9], abs=1e-12)
-    at = float(confidence[0])
-    assert not bool(max_probability(logits)[0] < at)  # equal to α_FB: the small model keeps going
-    above = math.nextafter(at, 1.0)
-    assert (max_probability(logits) < above).tolist() == [True, False]
+    at = float(max_probability(logits)[0])
+    assert at == pytest.approx(0.5, abs=1e-12)
+
+    def step(tokens):
+        raise AssertionError("γ = 1: the drafter never runs the model after its first token")
+
+    for threshold, lengths in ((at, [1, 1]), (math.nextafter(at, 1.0), [0, 1]), (0.95, [0, 0])):
+        run = draft_autoregressively(logits, step, 1, GREEDY, NO_DRAWS, min_confidence=threshold)
+        assert run.draft.row_lengths().tolist() == lengths, threshold
 
 
 def test_drafter_stops_each_row_before_its_first_unconfident_token(tok):
@@ -40,8 +47,8 @@ def test_drafter_stops_each_row_before_its_first_unconfident_token(tok):
     model = make_llama(len(tok), seed=3)
     prompts = [tok.encode(p) for p in PROMPTS]
     drafter = ModelDrafter(model, tok)
-    drafter.begin(prompts, capacity=128)
-    free = drafter.propose(8, GREEDY, None)
+    drafter.begin(prompts, None)
+    free = drafter.propose(8, GREEDY, NO_DRAWS)
     confidences = []
     for row, prompt in enumerate(prompts):
         ids = torch.tensor([prompt + free.tokens[row].tolist()])
@@ -54,8 +61,8 @@ def test_drafter_stops_each_row_before_its_first_unconfident_token(tok):
     assert len(gaps) >= 5
     for low, high in gaps:
         threshold = (low + high) / 2
-        drafter.begin(prompts, capacity=128)
-        draft = drafter.propose(8, GREEDY, None, min_confidence=threshold)
+        drafter.begin(prompts, None)
+        draft = drafter.propose(8, GREEDY, NO_DRAWS, min_confidence=threshold)
         for row, conf in enumerate(confidences):
             below = (conf < threshold).nonzero()
             expected = int(below[0]) if len(below) else 8
@@ -78,9 +85,9 @@ def test_rollback_at_exactly_the_first_offending_position():
         [[0.1, 0.8, 0.1], [0.1, 0.1, 0.8], [0.6, 0.3, 0.1], [0.3, 0.3, 0.4], [0.3, 0.3, 0.4]],
     ]
     draft = Draft(tokens=torch.tensor([[0, 1, 1, 2], [1, 2, 0, 0]]), lengths=torch.tensor([4, 2]))
-    result = bild_verify(draft, _logits_from_probs(q), BildConfig(0.0, 1.5), GREEDY, None)
+    result = bild_verify(draft, _logits_from_probs(q), 1.5, GREEDY, NO_DRAWS)
     assert result.num_accepted.tolist() == [1, 2]
-    assert result.next_tokens.tolist() == [0, 0]  # row 0: argmax at position 1; row 1: at position 2
+    assert result.next_token.tolist() == [0, 0]  # row 0: argmax at position 1; row 1: at position 2
 
 
 def test_a_distance_equal_to_the_threshold_is_kept():
@@ -88,50 +95,60 @@ def test_a_distance_equal_to_the_threshold_is_kept():
     draft = Draft(tokens=torch.tensor([[2]]))
     logits = _logits_from_probs(q)
     at = float(rollback_distance(draft.tokens, logits[:, :1]))
-    sampling = SamplingConfig(temperature=1.0)  # the greedy agreement rule is off
-    kept = bild_verify(draft, logits, BildConfig(0.0, at), sampling, torch.Generator().manual_seed(0))
+    sampling = SamplingConfig(temperature=1.0)
+    # A key whose draw at position 0 is not the small token, so only the distance can keep it.
+    key = next(k for k in range(100) if int(_choice(logits[0, 0], sampling, k)) != 2)
+    draws = KeyedDraws([key], [0])
+    kept = bild_verify(draft, logits, at, sampling, draws)
     assert kept.num_accepted.tolist() == [1]
-    rolled = bild_verify(draft, logits, BildConfig(0.0, math.nextafter(at, 0.0)), sampling, None)
+    rolled = bild_verify(draft, logits, math.nextafter(at, 0.0), sampling, draws)
     assert rolled.num_accepted.tolist() == [0]
+    assert rolled.next_token.tolist() == [
+        int(_choice(logits[0, 0], sampling, key))
+    ]  # the large model's own draw
 
 
 def test_greedy_never_rolls_back_a_token_the_large_model_would_pick():
     q = [[[0.4, 0.3, 0.3], [0.34, 0.33, 0.33]]]  # token 0 is the argmax but d = 0.92 > α_RB
     draft = Draft(tokens=torch.tensor([[0]]))
-    assert bild_verify(draft, _logits_from_probs(q), BildConfig(0.0, 0.5), GREEDY, None).num_accepted == 1
+    assert bild_verify(draft, _logits_from_probs(q), 0.5, GREEDY, NO_DRAWS).num_accepted == 1
 
 
-def test_first_rollback_respects_row_lengths():
-    offending = torch.tensor([[False, False, True], [False, False, False], [True, False, False]])
-    assert first_rollback(offending, torch.tensor([3, 1, 0])).tolist() == [2, 1, 0]
+def _choice(logits: torch.Tensor, sampling: SamplingConfig, key: int) -> torch.Tensor:
+    """The large model's own draw at output position 0 for a row with this key (stream DRAW)."""
+    return choose_tokens(logits[None], sampling, KeyedDraws([key], [0]).gumbel(0, logits.shape[-1]))[0]
+
+
+def test_sampled_bild_keeps_a_small_token_the_large_model_draws_itself():
+    """Under sampling the deviation is the same as greedy's: a small token equal to the large model's
+    own draw at that position is kept whatever its distance; any other token beyond α_RB is replaced
+    by that draw."""
+    logits = _logits_from_probs([[[0.6, 0.3, 0.1], [0.2, 0.5, 0.3]]])
+    sampling = SamplingConfig(temperature=1.0)
+    for key in range(30):
+        own = int(_choice(logits[0, 0], sampling, key))
+        for token in range(3):
+            out = bild_verify(Draft(torch.tensor([[token]])), logits, 0.0, sampling, KeyedDraws([key], [0]))
+            assert out.num_accepted.tolist() == [int(token == own)]
+            if token != own:
+                assert out.next_token.tolist() == [own]
 
 
 # -- decoder invariants -----------------------------------------------------------------------------
-@pytest.mark.parametrize("drafter_name", list(DRAFTERS))
-@pytest.mark.parametrize(("fallback", "cap"), [(0.0, 10), (0.3, 4), (0.9, 1)])
-def test_rollback_threshold_zero_greedy_equals_plain_greedy(target, tok, drafter_name, fallback, cap):
-    pipe = Pipeline(target, tok, drafter=DRAFTERS[drafter_name](target, tok))
-    plain = pipe.generate(PROMPTS, max_new_tokens=24, speculative=False)
-    bild = pipe.generate(PROMPTS, max_new_tokens=24, bild=BildConfig(fallback, 0.0, cap))
-    assert bild.token_ids == plain.token_ids
-    assert bild.finish_reasons == plain.finish_reasons
-
-
-def test_always_falling_back_is_plain_decoding(target, tok):
-    pipe = Pipeline(target, tok, drafter=DRAFTERS["independent"](target, tok))
-    plain = pipe.generate(PROMPTS, max_new_tokens=16, speculative=False)
-    bild = pipe.generate(PROMPTS, max_new_tokens=16, bild=BildConfig(1.0, math.inf))
+def test_always_falling_back_is_plain_decoding(cached):
+    plain = cached.plain(PROMPTS, max_new_tokens=16)
+    bild = cached.pipe("independent").generate(PROMPTS, method=BiLD(1.0, math.inf), max_new_tokens=16)
     assert bild.token_ids == plain.token_ids
     assert bild.stats.proposed_tokens == 0
-    assert bild.stats.fallback_rate == 1.0
+    # Every step falls back, but each row's last: with one token left there is nothing to draft (γ = 0).
+    assert bild.stats.short_drafts == bild.stats.row_steps - len(PROMPTS)
     assert bild.stats.tokens_per_target_call == 1.0
 
 
 @pytest.mark.parametrize("cap", [1, 3, 10])
-def test_cap_on_consecutive_small_tokens(target, tok, cap):
+def test_cap_on_consecutive_small_tokens(cached, cap):
     """With no fallback and no rollback, every round is exactly `cap` small tokens and one large one."""
-    pipe = Pipeline(target, tok, drafter=DRAFTERS["independent"](target, tok))
-    out = pipe.generate(PROMPTS, max_new_tokens=30, bild=BildConfig(0.0, math.inf, cap))
+    out = cached.pipe("independent").generate(PROMPTS, max_new_tokens=30, method=BiLD(0.0, math.inf, cap))
     for flags in out.from_draft:
         assert "T" * (cap + 1) not in "".join("T" if f else "F" for f in flags)
         full_rounds = len(flags) - (cap + 1)  # the last round shrinks to fit max_new_tokens
@@ -164,49 +181,17 @@ def test_caches_stay_consistent_after_every_rollback(tok):
         assert int(drafter.engine.num_tokens[pos]) + len(drafter.unseen[pos]) == settled
         checks[0] += 1
 
-    out = bild_generate(
-        engine,
-        drafter,
-        prompts,
-        config=BildConfig(0.02, 6.4, 6),  # near the median confidence and distance of these models
-        sampling=GREEDY,
-        stop=StopCriteria(max_new_tokens=max_new),
-        callback=check,
-    )
+    request = Request(prompts, GREEDY, StopCriteria(max_new_tokens=max_new), keys=[0, 1], callback=check)
+    # Thresholds near the median confidence and distance of these models: both policies fire.
+    out = BiLD(0.02, 6.4, 6).decode(engine, drafter, request)
     assert out.stats.rejections > 0 and out.stats.short_drafts > 0  # both policies were exercised
     assert checks[0] == out.stats.row_steps - len(prompts)  # every step but each row's last
 
 
-def test_sampled_bild_is_reproducible_and_zero_threshold_rolls_back_every_token(target, tok):
-    pipe = Pipeline(target, tok, drafter=DRAFTERS["independent"](target, tok))
-    kwargs = dict(max_new_tokens=20, temperature=1.0, top_p=0.8, seed=5)
-    first = pipe.generate(PROMPTS, bild=BildConfig(0.1, 2.0), **kwargs)
-    again = pipe.generate(PROMPTS, bild=BildConfig(0.1, 2.0), **kwargs)
-    assert first.token_ids == again.token_ids
-    assert all(len(t) == 20 for t in first.token_ids)
-    strict = pipe.generate(PROMPTS, bild=BildConfig(0.0, 0.0), **kwargs)
-    assert strict.stats.proposed_tokens > 0
-    assert strict.stats.accepted_tokens == 0  # under sampling no token is certain: all replaced
-
-
-@pytest.mark.parametrize(
-    "kwargs",
-    [
-        {"fallback_threshold": 1.5},
-        {"fallback_threshold": -0.1},
-        {"fallback_threshold": True},
-        {"rollback_threshold": -1.0},
-        {"rollback_threshold": math.nan},
-        {"rollback_threshold": "3"},
-        {"max_small_tokens": 0},
-        {"max_small_tokens": 2.5},
-    ],
-)
-def test_invalid_bild_settings_are_refused(kwargs):
-    with pytest.raises(InvalidArgumentError):
-        BildConfig(**kwargs)
-
-
-def test_bild_without_a_drafter_is_refused(target, tok):
-    with pytest.raises(InvalidArgumentError, match="drafter"):
-        Pipeline(target, tok).generate(PROMPTS, max_new_tokens=4, bild=BildConfig())
+def test_a_loose_threshold_keeps_tokens_the_large_model_would_not_choose(cached):
+    plain = cached.plain(PROMPTS, max_new_tokens=20, temperature=1.0, seed=5)
+    loose = cached.pipe("independent").generate(
+        PROMPTS, method=BiLD(0.0, math.inf, 4), max_new_tokens=20, temperature=1.0, seed=5
+    )
+    assert loose.stats.acceptance_rate == 1.0
+    assert loose.token_ids != plain.token_ids

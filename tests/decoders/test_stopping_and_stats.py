@@ -1,9 +1,9 @@
+import pytest
 import torch
 
-from conftest import DRAFTERS, PROMPTS
-from specdec.decoders import StopCriteria
-from specdec.pipeline import Pipeline
-from tiny import make_llama
+from conftest import PROMPTS
+from specdec.decoders import SpeculativeSampling, StopCriteria
+from specdec.errors import InvalidArgumentError
 
 
 def test_stop_criteria_unit():
@@ -14,51 +14,84 @@ def test_stop_criteria_unit():
     assert stop.first_stop(["x"] * 12, 5) == (10, "length")
 
 
-def test_eos_and_stop_strings_end_rows_like_plain_decoding(tok):
-    target = make_llama(len(tok), seed=0, layers=4)
-    pipe = Pipeline(target, tok, drafter=DRAFTERS["self"](target, tok))
-    free = pipe.generate(PROMPTS[0], max_new_tokens=20, speculative=False)
-    stop_token = free.token_ids[0][5]
-    text_stop = tok.decode(free.token_ids[0][3:5])
-    eos = Pipeline(target, tok, drafter=DRAFTERS["self"](target, tok))
-    eos.model.generation_config.eos_token_id = stop_token
-    for speculative in (False, True):
-        out = eos.generate(PROMPTS[0], max_new_tokens=20, speculative=speculative, gamma=4)
-        assert out.finish_reasons == ["eos"]
-        assert out.token_ids[0] == free.token_ids[0][: free.token_ids[0].index(stop_token) + 1]
-        by_text = pipe.generate(
-            PROMPTS[0], max_new_tokens=20, speculative=speculative, gamma=4, stop=[text_stop]
-        )
-        assert by_text.finish_reasons == ["stop_string"]
-        assert text_stop in tok.decode(by_text.token_ids[0])
-        assert len(by_text.token_ids[0]) <= 5
-    eos.model.generation_config.eos_token_id = None
+@pytest.mark.parametrize("method", ["plain", SpeculativeSampling(4)])
+def test_eos_and_stop_strings_end_rows_like_plain_decoding(cached, tok, method):
+    pipe = cached.pipe("self")
+    free = cached.plain(PROMPTS[0], max_new_tokens=20).token_ids[0]
+    text_stop = tok.decode(free[3:5])
+    by_text = pipe.generate(PROMPTS[0], method=method, max_new_tokens=20, stop=[text_stop])
+    assert by_text.finish_reasons == ["stop_string"]
+    assert text_stop in tok.decode(by_text.token_ids[0]) and len(by_text.token_ids[0]) <= 5
+    generation_config = pipe.model.generation_config
+    stop_token, generation_config.eos_token_id = free[5], free[5]
+    try:
+        out = pipe.generate(PROMPTS[0], method=method, max_new_tokens=20)
+    finally:
+        generation_config.eos_token_id = None
+    assert out.finish_reasons == ["eos"]
+    assert out.token_ids[0] == free[: free.index(stop_token) + 1]
 
 
-def test_stream_callback_sees_every_token_once_in_order(tok):
-    target = make_llama(len(tok), seed=0, layers=4)
-    pipe = Pipeline(target, tok, drafter=DRAFTERS["truncated"](target, tok))
+def test_a_stop_string_given_as_a_str_is_one_string(cached, tok):
+    """Regression: stop="ab" used to be split into the characters "a" and "b"."""
+    free = cached.plain(PROMPTS[0], max_new_tokens=20).token_ids[0]
+    text = tok.decode(free)
+    # Three printable characters late in the text, one of which already occurred earlier: as separate
+    # characters they would have stopped the row there.
+    start = next(
+        i
+        for i in range(len(text) // 2, len(text) - 3)
+        if (window := text[i : i + 3]).isascii()
+        and window.isprintable()
+        and any(c in text[:i] for c in window)
+    )
+    stop = text[start : start + 3]
+    out = cached.pipe("self").generate(PROMPTS[0], max_new_tokens=20, stop=stop)
+    kept = out.token_ids[0]
+    assert out.finish_reasons == ["stop_string"]
+    assert stop in tok.decode(kept) and stop not in tok.decode(kept[:-1])  # stopped where it completed
+    assert out.token_ids == cached.pipe("self").generate(PROMPTS[0], max_new_tokens=20, stop=[stop]).token_ids
+
+
+@pytest.mark.parametrize("stop", ["", [""], ["x", ""], [None], [3], 7])
+def test_empty_or_non_string_stops_are_refused(cached, stop):
+    """Regression: an empty stop string used to end every row after one token."""
+    with pytest.raises(InvalidArgumentError, match="stop"):
+        cached.pipe("self").generate(PROMPTS[0], max_new_tokens=5, stop=stop)
+
+
+def test_stream_callback_sees_every_token_once_in_order(cached):
     seen: dict[int, list] = {0: [], 1: []}
     flags: dict[int, list] = {0: [], 1: []}
+    calls: list[int] = []
 
     def on_tokens(row, tokens, from_draft):
         seen[row].extend(tokens)
         flags[row].extend(from_draft)
+        calls.append(row)
+        assert from_draft == sorted(from_draft, reverse=True)  # accepted draft tokens, then the target's
+        assert from_draft.count(False) <= 1
 
-    out = pipe.generate(PROMPTS, max_new_tokens=17, gamma=3, stream=on_tokens)
+    out = cached.pipe("truncated").generate(
+        PROMPTS, method=SpeculativeSampling(3), max_new_tokens=17, stream=on_tokens
+    )
     assert [seen[0], seen[1]] == out.token_ids
     assert [flags[0], flags[1]] == out.from_draft
-    assert sum(map(sum, out.from_draft)) == out.stats.accepted_tokens or out.finish_reasons != ["length"] * 2
+    assert len(calls) == out.stats.row_steps  # one call per row per step
 
 
-def test_stats_add_up(tok):
-    target = make_llama(len(tok), seed=0, layers=4)
-    pipe = Pipeline(target, tok, drafter=DRAFTERS["truncated"](target, tok))
-    out = pipe.generate(PROMPTS[0], max_new_tokens=40, gamma=3)
+def test_from_draft_flags_count_the_accepted_tokens(cached):
+    """One row: γ never exceeds what the row can still use, so no accepted token is cut off."""
+    out = cached.pipe("truncated").generate(PROMPTS[0], method=SpeculativeSampling(3), max_new_tokens=17)
+    assert out.finish_reasons == ["length"]
+    assert sum(out.from_draft[0]) == out.stats.accepted_tokens > 0
+
+
+def test_stats_add_up(cached):
+    out = cached.pipe("truncated").generate(PROMPTS[0], method=SpeculativeSampling(3), max_new_tokens=40)
     s = out.stats
-    # every target call yields its accepted drafts plus one token (the last step may be cut at max_new_tokens)
-    assert s.new_tokens <= s.accepted_tokens + s.target_calls
-    assert s.new_tokens == 40
+    # every target call yields its accepted drafts plus one token
+    assert s.new_tokens == s.accepted_tokens + s.target_calls == 40
     assert s.draft_calls == s.proposed_tokens <= 3 * s.target_calls  # γ shrinks near max_new_tokens
     assert 0 <= s.acceptance_rate <= 1
     assert sum(s.accepted_histogram.values()) == s.target_calls
@@ -66,8 +99,8 @@ def test_stats_add_up(tok):
     assert torch.isclose(torch.tensor(s.tokens_per_target_call), torch.tensor(40 / s.target_calls))
 
 
-def test_long_fixed_drafts_fit_the_cache(tok):
-    target = make_llama(len(tok), seed=0, layers=4)
-    pipe = Pipeline(target, tok, drafter=DRAFTERS["self"](target, tok))
-    plain = pipe.generate(PROMPTS[0], max_new_tokens=30, speculative=False)
-    assert pipe.generate(PROMPTS[0], max_new_tokens=30, gamma=24).token_ids == plain.token_ids
+def test_long_fixed_drafts_fit_the_cache(cached):
+    plain = cached.plain(PROMPTS[0], max_new_tokens=30)
+    assert cached.pipe("self").generate(
+        PROMPTS[0], method=SpeculativeSampling(24), max_new_tokens=30
+    ).token_ids == (plain.token_ids)

@@ -3,21 +3,22 @@ import math
 import pytest
 import torch
 
-from specdec.decoders import BildConfig
+from specdec.decoders import BiLD, SpeculativeSampling
 from specdec.drafters import (
     EarlyExitDrafter,
+    Feedback,
     PromptLookupDrafter,
     TruncatedDrafter,
     lookup_continuation,
     make_drafter,
-    reduced_precision_copy,
-    truncated_copy,
 )
-from specdec.engine import Engine
+from specdec.engine import Engine, ExtendOutput
 from specdec.errors import InvalidArgumentError
 from specdec.pipeline import Pipeline
-from specdec.sampling import SamplingConfig
+from specdec.sampling import KeyedDraws, SamplingConfig
 from tiny import make_llama, make_tokenizer
+
+GREEDY, NO_DRAWS = SamplingConfig(), KeyedDraws([0, 1], [0, 0])
 
 
 def test_lookup_prefers_longest_most_recent_match():
@@ -31,31 +32,14 @@ def test_lookup_prefers_longest_most_recent_match():
 
 def test_prompt_lookup_drafter_proposes_and_tracks_history():
     drafter = PromptLookupDrafter(max_ngram=2)
-    drafter.begin([[1, 2, 3, 4, 1, 2], [7, 8]], capacity=64)
-    draft = drafter.propose(3, SamplingConfig(), None)
+    drafter.begin([[1, 2, 3, 4, 1, 2], [7, 8]], None)
+    draft = drafter.propose(3, GREEDY, NO_DRAWS)
     assert draft.tokens[0].tolist() == [3, 4, 1]
     assert draft.row_lengths().tolist() == [3, 0]
-    drafter.update(torch.tensor([2, 0]), torch.tensor([9, 5]))
+    logits = ExtendOutput(logits=torch.zeros(2, 4, 10))
+    drafter.update(Feedback(torch.tensor([2, 0]), torch.tensor([9, 5]), logits))
     assert drafter.history == [[1, 2, 3, 4, 1, 2, 3, 4, 9], [7, 8, 5]]
-
-
-def test_derived_drafts_leave_the_target_untouched():
-    tok = make_tokenizer()
-    target = make_llama(len(tok), layers=4)
-    before = {k: v.clone() for k, v in target.state_dict().items()}
-    int8, bf16 = reduced_precision_copy(target, "int8"), reduced_precision_copy(target, "bf16")
-    short = truncated_copy(target, 2)
-    assert type(target.lm_head) is torch.nn.Linear and type(int8.lm_head) is not torch.nn.Linear
-    assert bf16.lm_head.weight.dtype == torch.bfloat16
-    assert short.config.num_hidden_layers == 2 and len(short.model.layers) == 2
-    assert target.config.num_hidden_layers == 4 and len(target.model.layers) == 4
-    assert short.model.embed_tokens.weight is target.model.embed_tokens.weight  # shared, not copied
-    after = target.state_dict()
-    assert all(torch.equal(before[k], after[k]) for k in before)
-    x = torch.tensor([[5, 6, 7]])
-    with torch.inference_mode():
-        assert short(x).logits.shape == target(x).logits.shape
-        torch.testing.assert_close(int8(x).logits, target(x).logits, atol=0.5, rtol=0.1)
+    assert drafter.propose(0, GREEDY, NO_DRAWS).gamma == 0  # a plain step: nothing proposed
 
 
 def test_early_exit_drafts_what_a_separate_truncated_copy_drafts():
@@ -63,12 +47,12 @@ def test_early_exit_drafts_what_a_separate_truncated_copy_drafts():
     tok = make_tokenizer()
     target = make_llama(len(tok), seed=0, layers=4)
     prompts = ["the quick brown fox jumps over", "def add(a, b):"]
-    bild = BildConfig(fallback_threshold=0.0, rollback_threshold=math.inf, max_small_tokens=3)
+    bild = BiLD(fallback_threshold=0.0, rollback_threshold=math.inf, max_small_tokens=3)
     shared = Pipeline(target, tok, drafter=EarlyExitDrafter(target, 2)).generate(
-        prompts, max_new_tokens=20, bild=bild
+        prompts, method=bild, max_new_tokens=20
     )
     separate = Pipeline(target, tok, drafter=TruncatedDrafter(target, tok, 2)).generate(
-        prompts, max_new_tokens=20, bild=bild
+        prompts, method=bild, max_new_tokens=20
     )
     assert shared.token_ids == separate.token_ids
     assert shared.stats.accepted_tokens == shared.stats.proposed_tokens > 0
@@ -81,11 +65,10 @@ def test_early_exit_releases_its_slots_before_verification():
     drafter = EarlyExitDrafter(target, 1)
     drafter.attach(engine)
     prompt = tok.encode("the quick brown fox")
-    engine.reset(1, 64)
-    engine.prefill([prompt[:-1]])
-    drafter.begin([prompt], 64)
+    engine.start([prompt], extra_slots=64)
+    drafter.begin([prompt], None)
     for min_confidence in (0.0, 1.0):  # drafting to γ, and stopping at once on fallback
-        draft = drafter.propose(4, SamplingConfig(), None, min_confidence=min_confidence)
+        draft = drafter.propose(4, GREEDY, NO_DRAWS, min_confidence=min_confidence)
         assert draft.gamma == (4 if min_confidence == 0 else 0)
         assert engine.num_tokens.tolist() == [len(prompt) - 1]
 
@@ -99,3 +82,66 @@ def test_early_exit_is_bound_to_its_target():
         EarlyExitDrafter(target, 4)
     with pytest.raises(InvalidArgumentError, match="early-exit-N"):
         make_drafter("early-exit-x", target, tok)
+
+
+def test_with_drafter_shares_the_engine_and_leaves_the_original_alone():
+    tok = make_tokenizer()
+    target = make_llama(len(tok), seed=0, layers=4)
+    base = Pipeline(target, tok)
+    lookup = base.with_drafter(PromptLookupDrafter())
+    exit_ = base.with_drafter(EarlyExitDrafter(target, 2))
+    assert base.drafter is None and lookup.engine is base.engine is exit_.engine
+    assert exit_.drafter.engine is base.engine  # attached to the shared engine
+    plain = base.generate("the quick brown fox", max_new_tokens=12)
+    for pipe in (lookup, exit_):
+        assert pipe.generate("the quick brown fox", max_new_tokens=12).token_ids == plain.token_ids
+    assert base.generate("the quick brown fox", max_new_tokens=12).stats.proposed_tokens == 0
+    with pytest.raises(InvalidArgumentError, match="own target"):
+        base.with_drafter(EarlyExitDrafter(make_llama(len(tok), seed=1, layers=4), 2))
+    with pytest.raises(InvalidArgumentError, match="Drafter"):
+        base.with_drafter("prompt-lookup")
+
+
+class HiddenStateSpy(PromptLookupDrafter):
+    """A drafter that asks for the target's hidden states and records what each pass hands it."""
+
+    target_hidden_layers = (0, 2)
+
+    def begin(self, prompts, prefill):
+        super().begin(prompts, prefill)
+        self.prompts, self.prefill, self.feedback = prompts, prefill, []
+
+    def update(self, feedback):
+        super().update(feedback)
+        self.feedback.append(feedback)
+
+
+@pytest.mark.parametrize("method", [SpeculativeSampling(3), BiLD(0.0, 0.0, 3)])
+def test_the_target_pass_reaches_the_drafter(method):
+    """Prefill and every verify pass hand the drafter the target's logits and the hidden states it
+    asked for; for the tokens the target kept they are the model's own values over the final text."""
+    tok = make_tokenizer()
+    target = make_llama(len(tok), seed=0, layers=2)
+    spy = HiddenStateSpy()
+    # Text, its greedy continuation, the text again: prompt lookup proposes tokens the target accepts.
+    head = tok.encode("the quick brown")
+    prompt = head + Pipeline(target, tok).generate(head, max_new_tokens=6).token_ids[0] + head
+    out = Pipeline(target, tok, drafter=spy).generate(prompt, method=method, max_new_tokens=12)
+    sequence = prompt + out.token_ids[0]
+    with torch.inference_mode():
+        reference = target(torch.tensor([sequence]), output_hidden_states=True)
+    n = len(prompt) - 1
+    for layer in (0, 2):
+        torch.testing.assert_close(spy.prefill.hidden_states[layer][0], reference.hidden_states[layer][0, :n])
+    assert out.stats.accepted_tokens > 0 and len(spy.feedback) == out.stats.target_calls
+    position = n  # the pending token's position
+    for feedback in spy.feedback:
+        kept = 1 + int(feedback.num_accepted[0])  # the pending token and the accepted draft tokens
+        span = slice(position, position + kept)
+        for layer in (0, 2):
+            got = feedback.target.hidden_states[layer][0, :kept]
+            torch.testing.assert_close(got, reference.hidden_states[layer][0, span], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(
+            feedback.target.logits[0, :kept], reference.logits[0, span], rtol=1e-5, atol=1e-5
+        )
+        position += kept

@@ -3,15 +3,21 @@ import torch
 from transformers import MistralConfig, MistralForCausalLM
 
 from specdec.engine import Engine, PackedLinear
-from specdec.errors import InvalidArgumentError, PromptError, UnsupportedCacheError
+from specdec.engine.cache import SlotLayer
+from specdec.errors import CacheMemoryError, InvalidArgumentError, PromptError, UnsupportedCacheError
 from tiny import make_gpt2, make_llama
 
 VOCAB = 320
+MODELS = {
+    "llama": lambda: make_llama(VOCAB, seed=1),
+    "llama-eager": lambda: make_llama(VOCAB, seed=1, attn="eager"),  # additive float masks
+    "gpt2": lambda: make_gpt2(VOCAB, seed=1),
+}
 
 
-@pytest.fixture(params=["llama", "gpt2"], scope="module")
+@pytest.fixture(params=list(MODELS), scope="module")
 def model(request):
-    return make_llama(VOCAB, seed=1) if request.param == "llama" else make_gpt2(VOCAB, seed=1)
+    return MODELS[request.param]()
 
 
 def tokens(n, seed=0):
@@ -141,11 +147,18 @@ def test_tree_mask_matches_sequential_branches(model):
 
 
 def test_hidden_states_of_chosen_layers(model):
+    """The values the model itself reports with output_hidden_states, for a block after a prefix."""
+    x = tokens(9)
+    with torch.inference_mode():
+        reference = model(x, output_hidden_states=True).hidden_states
     engine = Engine(model)
     engine.reset(1, 16)
-    out = engine.extend(tokens(4), hidden_layers=(0, 2))
-    assert set(out.hidden_states) == {0, 2}
-    assert out.hidden_states[2].shape == (1, 4, model.config.hidden_size)
+    engine.extend(x[:, :5])
+    out = engine.extend(x[:, 5:], hidden_layers=(0, 1, 2))
+    assert set(out.hidden_states) == {0, 1, 2}
+    for layer in (0, 1, 2):
+        torch.testing.assert_close(out.hidden_states[layer], reference[layer][:, 5:], rtol=1e-5, atol=1e-5)
+    assert not torch.allclose(out.hidden_states[1], out.hidden_states[2])  # distinct layers, not one copy
 
 
 def test_sliding_window_model_matches_full_forward():
@@ -192,6 +205,67 @@ def test_clear_errors(model):
     engine.extend(tokens(3))
     with pytest.raises(InvalidArgumentError, match="roll back"):
         engine.rollback(4)
+
+
+def test_keep_selects_a_path_per_row_of_a_batch(model):
+    """Each row keeps its own path of a tree block; the caches then match feeding those paths alone."""
+    prefixes = [tokens(5, seed=8)[0].tolist(), tokens(3, seed=9)[0].tolist()]
+    nodes = torch.tensor([[11, 12, 13], [21, 22, 23]])
+    tree = torch.tensor([[1, 0, 0], [1, 1, 0], [1, 0, 1]], dtype=torch.bool)  # root with two children
+    engine = Engine(model)
+    engine.reset(2, 32)
+    engine.prefill(prefixes)
+    engine.extend(nodes, tree_mask=tree)
+    engine.keep(torch.tensor([[True, True, False], [True, False, True]]))
+    assert engine.num_tokens.tolist() == [7, 5]
+    nxt = engine.extend(torch.tensor([[30], [31]])).logits[:, 0]
+    paths = [prefixes[0] + [11, 12, 30], prefixes[1] + [21, 23, 31]]
+    for row, path in enumerate(paths):
+        with torch.inference_mode():
+            torch.testing.assert_close(
+                nxt[row], model(torch.tensor([path])).logits[0, -1], rtol=1e-5, atol=1e-5
+            )
+
+
+def test_the_cache_grows_from_a_small_start_and_stays_exact(model):
+    x = tokens(60)
+    with torch.inference_mode():
+        full = model(x).logits
+    engine = Engine(model)
+    engine.reset(1, 4)
+    pieces, capacities = [], []
+    for start in range(0, 60, 7):
+        pieces.append(engine.extend(x[:, start : start + 7]).logits)
+        capacities.append(engine.cache.capacity)
+    torch.testing.assert_close(torch.cat(pieces, 1), full, rtol=1e-5, atol=1e-5)
+    assert capacities[0] < capacities[-1] and capacities == sorted(capacities)
+    assert engine.cache.capacity <= 2 * 60
+
+
+def test_capacity_never_exceeds_the_context_window(model):
+    engine = Engine(model)
+    engine.reset(1, 10_000)
+    assert engine.cache.capacity == 256  # the tiny models' context
+    engine.reset(2, 8)
+    engine.prefill([tokens(100)[0].tolist(), tokens(3)[0].tolist()])
+    for _ in range(150):  # rows hold very different counts: slots of the short row are holes
+        engine.extend(torch.tensor([[5, 6], [7, 8]]))
+        engine.rollback(torch.tensor([1, 1]))
+    assert engine.num_tokens.tolist() == [250, 153]
+    assert engine.cache.capacity <= 256 + 2
+    assert engine.room().tolist() == [6, 103]
+
+
+def test_a_cache_that_cannot_grow_is_a_clear_error(model, monkeypatch):
+    def fail(self, capacity):
+        raise RuntimeError("DefaultCPUAllocator: can't allocate memory")
+
+    monkeypatch.setattr(SlotLayer, "grow", fail)
+    engine = Engine(model)
+    engine.reset(1, 4)
+    engine.extend(tokens(4))
+    with pytest.raises(CacheMemoryError, match=r"could not grow to .* lower max_new_tokens"):
+        engine.extend(tokens(4))
 
 
 def test_compaction_inside_extend_keeps_state_updatable(model):

@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import LlamaForCausalLM
 
-from specdec.errors import InvalidArgumentError, ModelNotFoundError, OfflineError
+from specdec.errors import InvalidArgumentError, ModelFormatError, ModelNotFoundError, OfflineError
 from specdec.models import (
     BUILTIN_MODELS,
     LoadedModel,
@@ -199,14 +199,14 @@ def test_packaged_draft_roundtrip(tmp_path, tiny_model_dir, monkeypatch):
     """A draft exported with shared base tensors loads by name as a plain HF folder."""
     import specdec.models.loading as loading_module
     from specdec.models import packaged
-    from specdec.training import DraftShape, build_draft
+    from specdec.training import DraftShape, build_draft, export_draft
 
     base = load_model(tiny_model_dir)
     draft = build_draft(base.model, DraftShape(num_layers=1, init_layers=(1,)))
     with torch.no_grad():
         draft.model.layers[0].mlp.up_proj.weight.add_(0.01)  # trained weights differ from the base's
     drafts = tmp_path / "drafts"
-    packaged.export_draft(draft, drafts / "tiny-draft", str(tiny_model_dir), base.model, {"note": "test"})
+    export_draft(draft, drafts / "tiny-draft", str(tiny_model_dir), base.model, {"note": "test"})
     manifest = json.loads((drafts / "tiny-draft" / packaged.MANIFEST).read_text())
     assert "model.embed_tokens.weight" in manifest["shared"]
     assert "model.layers.0.mlp.up_proj.weight" not in manifest["shared"]
@@ -218,3 +218,43 @@ def test_packaged_draft_roundtrip(tmp_path, tiny_model_dir, monkeypatch):
     for key, value in loaded.model.state_dict().items():
         expected = base.model.state_dict()[key] if key in manifest["shared"] else reference[key]
         assert torch.equal(value, expected), key
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"hello world, this is text\n", b"GGUF\x03\x00\x00\x00", "truncated"],
+    ids=["empty", "text", "header-only", "truncated"],
+)
+def test_a_broken_gguf_file_is_a_clear_error_and_leaves_no_cache(tmp_path, content):
+    """Raw gguf/transformers errors (ValueError, struct.error, mmap of an empty file) become one message,
+    and the conversion cache keeps nothing half-written."""
+    path = tmp_path / "model.gguf"
+    if content == "truncated":
+        entry = BUILTIN_MODELS["smollm2-135m"]
+        try:
+            real = importlib.metadata.distribution(entry.package).locate_file(entry.file)
+        except importlib.metadata.PackageNotFoundError:
+            pytest.skip(f"{entry.package} not installed ({entry.install_command})")
+        with open(real, "rb") as f:
+            content = f.read(3_000_000)
+    path.write_bytes(content)
+    cache = tmp_path / "cache"
+    with pytest.raises(ModelFormatError, match=r"model\.gguf is not a GGUF model transformers can load"):
+        load_model(path, cache_dir=cache)
+    assert not cache.exists() or not any(cache.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("device", "match"),
+    [("banana", "unknown device"), ("cuda:7x", "unknown device"), (3.5, "unknown device")],
+)
+def test_unknown_devices(tiny_model_dir, device, match):
+    with pytest.raises(InvalidArgumentError, match=match):
+        load_model(tiny_model_dir, device=device)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+@pytest.mark.parametrize("device", ["cuda", "cuda:0", "mps"])
+def test_devices_this_machine_lacks(tiny_model_dir, device):
+    with pytest.raises(InvalidArgumentError, match="not available on this machine"):
+        load_model(tiny_model_dir, device=device)

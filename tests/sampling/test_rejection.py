@@ -17,10 +17,8 @@ import specdec.sampling.rejection as rejection
 from specdec.errors import InvalidArgumentError
 from specdec.sampling import (
     acceptance_probability,
-    greedy_verify,
     rejection_sample,
     residual_distribution,
-    sample,
 )
 
 F64 = torch.float64
@@ -37,14 +35,23 @@ def random_dist(
     return torch.tensor(weights / weights.sum(), dtype=F64)
 
 
+def sample(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Draft tokens for the tests, drawn by torch itself (not by the code under test)."""
+    flat = probs.reshape(-1, probs.shape[-1])
+    return torch.multinomial(flat, 1, generator=generator).reshape(probs.shape[:-1])
+
+
 # --- exact enumeration ----------------------------------------------------------------------------
 
 
 def first_token_law(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """P(first emitted token = x), enumerating the draft token d ~ p: accept d, or reject and resample."""
-    accept = acceptance_probability(p, q)
+    """P(first emitted token = x), enumerating the draft token d ~ p: accept d, or reject and resample.
+
+    Calls the library's acceptance and residual through their module, so a broken one is what this
+    enumeration computes with (see the negative control below)."""
+    accept = rejection.acceptance_probability(p, q)
     reject_mass = (p * (1 - accept)).sum(-1, keepdim=True)
-    return p * accept + reject_mass * residual_distribution(p, q)
+    return p * accept + reject_mass * rejection.residual_distribution(p, q)
 
 
 class ConditionalTables:
@@ -88,10 +95,10 @@ def round_law(tables: ConditionalTables, context: tuple[int, ...], gamma: int) -
                 law[(*accepted, x)] += prob * qx
             return
         p = tables.p(here)
-        accept = acceptance_probability(p, q)
+        accept = rejection.acceptance_probability(p, q)
         reject_mass = float((p * (1 - accept)).sum())
         for x, (resampled, drafted_and_accepted) in enumerate(
-            zip(residual_distribution(p, q).tolist(), (p * accept).tolist(), strict=True)
+            zip(rejection.residual_distribution(p, q).tolist(), (p * accept).tolist(), strict=True)
         ):
             law[(*accepted, x)] += prob * reject_mass * resampled
             if drafted_and_accepted > 0:
@@ -141,13 +148,25 @@ def test_joint_law_of_emitted_tokens_is_the_target_joint(seed, vocab, gamma, len
     assert abs(sum(law.values()) - 1) < 1e-12
 
 
-def test_enumeration_detects_a_wrong_residual():
-    """The exact check has power: resampling from q instead of the residual is off by far more than 1e-12."""
-    rng = np.random.default_rng(0)
-    p, q = random_dist(rng, 4), random_dist(rng, 4)
-    accept = acceptance_probability(p, q)
-    wrong = p * accept + (p * (1 - accept)).sum() * q
-    assert (wrong - q).abs().max() > 1e-3
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        ("residual_distribution", lambda p, q: q),  # resample from q instead of the residual
+        ("residual_distribution", lambda p, q: (q - p).abs() / (q - p).abs().sum(-1, keepdim=True)),
+        ("acceptance_probability", lambda p, q: torch.ones_like(p)),  # accept every draft token
+    ],
+    ids=["residual-is-q", "residual-is-abs", "accept-all"],
+)
+def test_the_enumeration_detects_a_broken_sampler(monkeypatch, wrong):
+    """Negative control: with one of the library's pieces replaced by a plausible wrong one, the same
+    exact enumeration that passes above is off by far more than its 1e-12 tolerance."""
+    monkeypatch.setattr(rejection, *wrong)
+    tables = ConditionalTables(4, seed=0)
+    law = emitted_law(tables, gamma=2, length=2)
+    worst = max(
+        abs(law.get(seq, 0.0) - target_law(tables, seq)) for seq in itertools.product(range(4), repeat=2)
+    )
+    assert worst > 1e-3
 
 
 # --- hand-built cases -----------------------------------------------------------------------------
@@ -162,7 +181,7 @@ def test_draft_tokens_at_least_as_likely_under_q_are_always_accepted():
     q = t([[[0.6, 0.4, 0.0], [0.1, 0.9, 0.0], [0.0, 0.0, 1.0]]])
     for seed in range(20):
         out = rejection_sample(torch.tensor([[0, 1]]), p, q, torch.Generator().manual_seed(seed))
-        assert out.num_accepted.tolist() == [2] and out.next_tokens.tolist() == [2]  # bonus from q_γ
+        assert out.num_accepted.tolist() == [2] and out.next_token.tolist() == [2]  # bonus from q_γ
 
 
 def test_token_impossible_under_q_is_rejected_and_resampled_from_the_residual():
@@ -171,7 +190,7 @@ def test_token_impossible_under_q_is_rejected_and_resampled_from_the_residual():
     # Position 0 has p == q (always accepted); token 0 at position 1 has q = 0; residual there = [0, 0, 1].
     for seed in range(20):
         out = rejection_sample(torch.tensor([[1, 0]]), p, q, torch.Generator().manual_seed(seed))
-        assert out.num_accepted.tolist() == [1] and out.next_tokens.tolist() == [2]
+        assert out.num_accepted.tolist() == [1] and out.next_token.tolist() == [2]
 
 
 def test_one_hot_draft_is_accepted_with_probability_q_of_the_proposal():
@@ -194,14 +213,6 @@ def test_residual_falls_back_to_q_when_p_equals_q():
     assert residual_distribution(t([1.0, 0.0]), t([0.0, 1.0])).tolist() == [0.0, 1.0]
 
 
-def test_greedy_verify_hand_built():
-    draft = torch.tensor([[5, 6, 7], [5, 6, 7], [1, 2, 3], [9, 6, 7]])
-    target = torch.tensor([[5, 6, 7, 8], [5, 4, 7, 8], [1, 2, 3, 4], [5, 6, 7, 8]])
-    out = greedy_verify(draft, target)
-    assert out.num_accepted.tolist() == [3, 1, 3, 0]
-    assert out.next_tokens.tolist() == [8, 4, 4, 5]
-
-
 def test_rejection_sample_is_reproducible_per_seed():
     rng = np.random.default_rng(0)
     p = torch.stack([random_dist(rng, 6) for _ in range(64 * 3)]).reshape(64, 3, 6)
@@ -209,9 +220,9 @@ def test_rejection_sample_is_reproducible_per_seed():
     draft = sample(p, torch.Generator().manual_seed(0))
     runs = [rejection_sample(draft, p, q, torch.Generator().manual_seed(s)) for s in (1, 1, 2)]
     assert torch.equal(runs[0].num_accepted, runs[1].num_accepted)
-    assert torch.equal(runs[0].next_tokens, runs[1].next_tokens)
+    assert torch.equal(runs[0].next_token, runs[1].next_token)
     assert not torch.equal(torch.cat(list(vars(runs[0]).values())), torch.cat(list(vars(runs[2]).values())))
-    assert runs[0].num_accepted.dtype == torch.long and runs[0].next_tokens.dtype == torch.long
+    assert runs[0].num_accepted.dtype == torch.long and runs[0].next_token.dtype == torch.long
 
 
 # --- Monte Carlo through rejection_sample, with negative controls ---------------------------------
@@ -237,8 +248,8 @@ def simulate(p: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, rejection.
 def emitted_at(draft: torch.Tensor, out: rejection.Verification, position: int) -> torch.Tensor:
     """The token emitted at ``position`` for the rows that reached it (accepted draft, resample or bonus)."""
     reached = out.num_accepted >= position
-    tokens = draft[:, position] if position < draft.shape[1] else out.next_tokens
-    tokens = torch.where(out.num_accepted > position, tokens, out.next_tokens)
+    tokens = draft[:, position] if position < draft.shape[1] else out.next_token
+    tokens = torch.where(out.num_accepted > position, tokens, out.next_token)
     return tokens[reached]
 
 
@@ -291,12 +302,12 @@ def _reuse_accept_uniform(monkeypatch):
     """Pick the resampled token by inverse CDF with the first accept uniform (replayed from the same seed)."""
     replay = torch.Generator().manual_seed(SEED + 1)
 
-    def sample_with_accept_uniform(probs: torch.Tensor, generator=None) -> torch.Tensor:
+    def draw_with_accept_uniform(probs: torch.Tensor, gumbel: torch.Tensor) -> torch.Tensor:
         u = torch.rand(probs.shape[0], GAMMA, dtype=F64, generator=replay)[:, 0]
         cdf = probs.cumsum(-1)
         return torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(-1), right=True).squeeze(-1)
 
-    monkeypatch.setattr(rejection, "sample", sample_with_accept_uniform)
+    monkeypatch.setattr(rejection, "gumbel_argmax", draw_with_accept_uniform)
 
 
 @pytest.mark.parametrize(
@@ -361,20 +372,7 @@ def test_identical_p_and_q_accept_every_draft(data, batch, gamma, seed):
     draft = torch.tensor(data.draw(st.lists(rows, min_size=batch, max_size=batch)))
     out = rejection_sample(draft, q[:, :gamma], q, torch.Generator().manual_seed(seed))
     assert (out.num_accepted == gamma).all()
-    assert (q[torch.arange(batch), gamma, out.next_tokens] > 0).all()  # the bonus comes from q_γ
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.data(), st.integers(1, 5), st.integers(1, 6))
-def test_greedy_verify_accepts_the_longest_matching_prefix(data, batch, gamma):
-    tokens = st.lists(st.integers(0, 2), min_size=gamma + 1, max_size=gamma + 1)
-    target = data.draw(st.lists(tokens, min_size=batch, max_size=batch))
-    draft = data.draw(st.lists(tokens, min_size=batch, max_size=batch))
-    out = greedy_verify(torch.tensor(draft)[:, :gamma], torch.tensor(target))
-    for row, (d, tgt) in enumerate(zip(draft, target, strict=True)):
-        n = next((i for i in range(gamma) if d[i] != tgt[i]), gamma)
-        assert out.num_accepted[row].item() == n
-        assert out.next_tokens[row].item() == tgt[n]
+    assert (q[torch.arange(batch), gamma, out.next_token] > 0).all()  # the bonus comes from q_γ
 
 
 # --- shape validation -----------------------------------------------------------------------------
@@ -403,14 +401,6 @@ def test_rejection_sample_rejects_float_draft_tokens():
         rejection_sample(torch.zeros(2, 3), torch.rand(2, 3, 5), torch.rand(2, 4, 5))
 
 
-@pytest.mark.parametrize(
-    ("draft_shape", "target_shape"), [((2,), (2, 1)), ((2, 0), (2, 1)), ((2, 3), (2, 3))]
-)
-def test_greedy_verify_rejects_mismatched_shapes(draft_shape, target_shape):
-    with pytest.raises(InvalidArgumentError):
-        greedy_verify(torch.zeros(draft_shape, dtype=torch.long), torch.zeros(target_shape, dtype=torch.long))
-
-
 def test_short_drafts_take_their_bonus_at_their_own_length():
     """Rows proposing fewer than γ tokens: nothing past the length is accepted, and the token after
     an accepted short draft follows q at that position (checked by chi-square at a fixed seed)."""
@@ -424,23 +414,10 @@ def test_short_drafts_take_their_bonus_at_their_own_length():
     )
     assert int(out.num_accepted.max()) == 1
     bonus_rows = out.num_accepted == 1
-    assert law_pvalue(out.next_tokens[bonus_rows], q[1]) > 1e-3
+    assert law_pvalue(out.next_token[bonus_rows], q[1]) > 1e-3
     assert law_pvalue(emitted_at(draft, out, 0), q[0]) > 1e-3
     empty = rejection_sample(
         draft, p_rows, q_rows, torch.Generator().manual_seed(1), torch.zeros(ROWS, dtype=torch.long)
     )
     assert int(empty.num_accepted.max()) == 0
-    assert law_pvalue(empty.next_tokens, q[0]) > 1e-3
-
-
-def test_greedy_verify_respects_draft_lengths():
-    draft = torch.tensor([[5, 6, 7], [5, 6, 7]])
-    target = torch.tensor([[5, 6, 7, 8], [5, 6, 7, 8]])
-    out = greedy_verify(draft, target, draft_lengths=torch.tensor([3, 1]))
-    assert out.num_accepted.tolist() == [3, 1]
-    assert out.next_tokens.tolist() == [8, 6]
-
-
-def test_draft_lengths_are_validated():
-    with pytest.raises(InvalidArgumentError, match="draft_lengths"):
-        greedy_verify(torch.tensor([[1, 2]]), torch.tensor([[1, 2, 3]]), draft_lengths=torch.tensor([3]))
+    assert law_pvalue(empty.next_token, q[0]) > 1e-3

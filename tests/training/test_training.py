@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from specdec.drafters import truncated_copy
 from specdec.errors import DataNotFoundError, EmptyDataError, InvalidArgumentError, VocabularyMismatchError
+from specdec.models import truncated_copy
 from specdec.pipeline import Pipeline
 from specdec.training import (
     DraftShape,
@@ -146,22 +146,38 @@ def test_alignment_data_is_deterministic_and_cached(tmp_path, tok, target, monke
     assert len(list(tmp_path.glob("alignment-*.jsonl"))) == 1
 
 
+def answer_ce(model, examples) -> float:
+    """Mean CE of the answer tokens given prompt + earlier answer tokens (what alignment trains)."""
+    losses = []
+    with torch.no_grad():
+        for ex in examples:
+            ids = torch.tensor([ex.prompt_ids + ex.answer_ids])
+            logits = model(ids).logits[0, len(ex.prompt_ids) - 1 : -1]
+            losses.append(torch.nn.functional.cross_entropy(logits, torch.tensor(ex.answer_ids)).item())
+    return sum(losses) / len(losses)
+
+
 def test_alignment_only_training(tmp_path, tok, target):
+    """Without a corpus, the draft learns the target's own answers: their CE falls by a wide margin."""
     pipe = Pipeline(target, tok)
     data = generate_alignment_data(
         pipe, ["the quick", "def f():"], source="tiny", max_new_tokens=8, cache_dir=tmp_path
     )
     draft = build_draft(target, DraftShape(1, init="fresh"), seed=2)
+    before = answer_ce(draft, data)
     final = train_draft(
         draft,
         target,
         tok,
-        small_config(tmp_path / "out", steps=5),
+        small_config(tmp_path / "out", steps=30),
         train_stream=None,
         heldout_stream=None,
         alignment=data,
     )
-    assert (final / "config.json").is_file()
+    trained = type(draft).from_pretrained(final)
+    assert answer_ce(trained, data) < before - 1.0
+    log = [json.loads(line) for line in (tmp_path / "out" / "log.jsonl").read_text().splitlines()]
+    assert {r["source"] for r in log} == {"alignment"} and len(log) == 30
 
 
 def test_build_draft_from_target_layers(tok):

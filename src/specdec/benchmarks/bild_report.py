@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from specdec.benchmarks.report import fmt
 from specdec.errors import SpecDecError
 
 
@@ -34,6 +35,8 @@ def summarize_sweep(records: list[dict]) -> list[dict]:
         plain_time = sum(p["stats"]["total_time"] for p in plain)
         stats = [r["stats"] for r in recs]
         calls = sum(s["target_calls"] for s in stats)
+        # Records written before row_steps was kept come from batch-1 runs, where it equals target_calls.
+        row_steps = sum(s.get("row_steps", s["target_calls"]) for s in stats)
         draft_calls = sum(s["draft_calls"] for s in stats)
         target_time = sum(s["target_time"] for s in stats)
         draft_time = sum(s["draft_time"] for s in stats)
@@ -55,7 +58,7 @@ def summarize_sweep(records: list[dict]) -> list[dict]:
             ),
             "identical": _mean([float(r["tokens"] == p["tokens"]) for r, p in zip(recs, plain, strict=True)]),
             "alpha": sum(s["accepted_tokens"] for s in stats) / proposed if proposed else None,
-            "tokens_per_target_call": sum(s["new_tokens"] for s in stats) / calls,
+            "tokens_per_target_call": sum(s["new_tokens"] for s in stats) / row_steps,
             "fallback_pct": 100 * _mean([s["fallback_rate"] for s in stats]) if proposed else None,
             "rollback_pct": 100 * _mean([s["rollback_rate"] for s in stats]) if proposed else None,
             "cost_ratio": (draft_time / draft_calls) / (target_time / calls) if draft_calls else None,
@@ -112,10 +115,6 @@ def best_settings(rows: list[dict]) -> dict:
     return out
 
 
-def _fmt(value, spec: str = ".2f") -> str:
-    return "-" if value is None else format(value, spec)
-
-
 def write_sweep_markdown(report: dict, path: Path, plot_path: Path | None) -> None:
     rows, machine, config = report["summary"], report["machine"], report["config"]
     lines = [
@@ -156,10 +155,10 @@ def write_sweep_markdown(report: dict, path: Path, plot_path: Path | None) -> No
         for r in subset:
             lines.append(
                 f"| {r['setup']} | {r['method']} | {r['latency']:.2f} | {r['speedup_vs_plain']:.2f}× | "
-                f"{_fmt(r.get('speedup_vs_sps'))} | {_fmt(r.get('rougeL'), '.1f')} | "
-                f"{r['agreement_rougeL']:.1f} | {r['identical']:.0%} | {_fmt(r['alpha'])} | "
-                f"{r['tokens_per_target_call']:.2f} | {_fmt(r['fallback_pct'], '.0f')} | "
-                f"{_fmt(r['rollback_pct'], '.0f')} | {_fmt(r['cost_ratio'])} |"
+                f"{fmt(r.get('speedup_vs_sps'))} | {fmt(r.get('rougeL'), '.1f')} | "
+                f"{r['agreement_rougeL']:.1f} | {r['identical']:.0%} | {fmt(r['alpha'])} | "
+                f"{r['tokens_per_target_call']:.2f} | {fmt(r['fallback_pct'], '.0f')} | "
+                f"{fmt(r['rollback_pct'], '.0f')} | {fmt(r['cost_ratio'])} |"
             )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")

@@ -16,12 +16,11 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.progress import Progress
-
 from specdec.benchmarks.bild_report import plot, summarize_sweep, write_sweep_markdown
 from specdec.benchmarks.data import cnndm_path, load_cnndm, load_spec_bench, spec_bench_path
+from specdec.benchmarks.progress import progress_bar
 from specdec.benchmarks.report import machine_info
-from specdec.decoders import BildConfig
+from specdec.decoders import BiLD, DecodingMethod, PlainDecoding, SpeculativeSampling
 from specdec.drafters import make_drafter
 from specdec.errors import InvalidArgumentError
 from specdec.models import load_model
@@ -32,7 +31,12 @@ from specdec.pipeline import Pipeline
 class SweepMethod:
     name: str
     drafter: str | None = None  # None: plain decoding
-    bild: BildConfig | None = None  # None with a drafter: lossless SpS
+    bild: BiLD | None = None  # None with a drafter: lossless SpS
+
+    def decoding(self) -> DecodingMethod:
+        if self.drafter is None:
+            return PlainDecoding()
+        return self.bild if self.bild is not None else SpeculativeSampling()
 
 
 @dataclass
@@ -88,7 +92,7 @@ def plan(drafters: dict, fallbacks: list[float], rollbacks: list[float], cap: in
         for fb in fallbacks if drafter.has_confidence else [0.0]:
             for rb in rollbacks:
                 name = f"bild[{spec}, FB {fb:g}, RB {rb:g}]"
-                methods.append(SweepMethod(name, spec, BildConfig(fb, rb, cap)))
+                methods.append(SweepMethod(name, spec, BiLD(fb, rb, cap)))
     return methods
 
 
@@ -102,13 +106,7 @@ def _setup(name: str, model: str, specs: list[str], args: argparse.Namespace) ->
 
 def run_method(setup: Setup, method: SweepMethod, prompt: str, max_new_tokens: int) -> dict:
     pipe = setup.pipe if method.drafter is None else setup.pipe.with_drafter(setup.drafters[method.drafter])
-    out = pipe.generate(
-        prompt,
-        max_new_tokens=max_new_tokens,
-        chat=True,
-        speculative=method.drafter is not None,
-        bild=method.bild,
-    )
+    out = pipe.generate(prompt, method=method.decoding(), max_new_tokens=max_new_tokens, chat=True)
     return {"text": out.text, "tokens": out.token_ids[0], "stats": out.stats.as_dict()}
 
 
@@ -132,14 +130,15 @@ def run_from_args(args: argparse.Namespace) -> dict:
 
     records = []
     total = sum(len(s.methods) for s in setups) * sum(len(v) for v in datasets.values())
-    with Progress() as progress:
+    with progress_bar() as progress:
         task = progress.add_task("BiLD sweep", total=total)
         for setup in setups:
             for method in setup.methods:  # warm-up: first calls pay allocation and packing costs
                 run_method(setup, method, "Hello!", 4)
             for dataset, prompts in datasets.items():
-                for prompt in prompts:
+                for i, prompt in enumerate(prompts):
                     for method in setup.methods:
+                        progress.update(task, description=f"{setup.name} {dataset} {i + 1}/{len(prompts)}")
                         result = run_method(setup, method, prompt["prompt"], args.max_new_tokens)
                         records.append(
                             {

@@ -1,9 +1,10 @@
 """``specdec bench``: Spec-Bench speed of every method, side by side, in one run.
 
 All methods see the same prompts (first turns, chat template applied) and the same
-max_new_tokens, greedy, interleaved prompt by prompt so machine drift hits them alike: HF
-``generate`` (plain), HF assisted generation with the same drafts, our plain decoding and our
-speculative sampling with each drafter. Ratios, not absolute times, are the result.
+max_new_tokens, greedy: HF ``generate`` (plain), HF assisted generation with the same drafts, our
+plain decoding and our speculative sampling with each drafter. They run interleaved prompt by
+prompt, in an order rotated from one prompt to the next, so machine drift and warm caches hit them
+alike. Ratios, not absolute times, are the result, each with a bootstrap interval over prompts.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from rich.progress import Progress
 
 from specdec.benchmarks.data import load_spec_bench, spec_bench_path
+from specdec.benchmarks.progress import progress_bar
 from specdec.benchmarks.report import machine_info, summarize, write_markdown
+from specdec.decoders import PlainDecoding, SpeculativeSampling
 from specdec.drafters import ModelDrafter, PromptLookupDrafter, make_drafter
 from specdec.models import load_model
 from specdec.pipeline import Pipeline
@@ -27,7 +29,7 @@ DEFAULT_DRAFTERS = "prompt-lookup,int8,first-2,smollm2-135m-draft"
 
 
 @dataclass(frozen=True)
-class Method:
+class BenchMethod:
     name: str
     kind: str  # "hf-plain", "hf-assisted", "plain" or "sps"
     drafter: str | None = None
@@ -37,9 +39,9 @@ class Method:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--drafters", default=DEFAULT_DRAFTERS, help="comma-separated drafter specs")
-    parser.add_argument("--per-task", type=int, default=2, help="prompts per Spec-Bench task (6 tasks)")
+    parser.add_argument("--per-task", type=int, default=5, help="prompts per Spec-Bench task (6 tasks)")
     parser.add_argument("--limit", type=int, default=None, help="cap the number of prompts")
-    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument(
         "--heuristic-for",
         default="smollm2-135m-draft",
@@ -59,16 +61,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def plan_methods(drafters: list[str], heuristic_for: list[str], with_hf: bool) -> list[Method]:
-    methods = [Method("hf-plain", "hf-plain")] if with_hf else []
-    methods += [Method("ours-plain", "plain")]
+def plan_methods(drafters: list[str], heuristic_for: list[str], with_hf: bool) -> list[BenchMethod]:
+    methods = [BenchMethod("hf-plain", "hf-plain")] if with_hf else []
+    methods += [BenchMethod("ours-plain", "plain")]
     for spec in drafters:
         if with_hf:
-            methods.append(Method(f"hf-assisted[{spec}]", "hf-assisted", spec))
-        methods.append(Method(f"ours-sps[{spec}]", "sps", spec))
+            methods.append(BenchMethod(f"hf-assisted[{spec}]", "hf-assisted", spec))
+        methods.append(BenchMethod(f"ours-sps[{spec}]", "sps", spec))
         if spec in heuristic_for:
-            methods.append(Method(f"ours-sps[{spec}, +2/-1]", "sps", spec, "heuristic"))
+            methods.append(BenchMethod(f"ours-sps[{spec}, +2/-1]", "sps", spec, "heuristic"))
     return methods
+
+
+def rotated(methods: list[BenchMethod], turn: int) -> list[BenchMethod]:
+    """Every method, starting at a different one each prompt, so none always runs first or last."""
+    k = turn % len(methods)
+    return methods[k:] + methods[:k]
 
 
 class Runner:
@@ -81,16 +89,18 @@ class Runner:
             spec: make_drafter(spec, model, tokenizer, cache_dir=cache_dir) for spec in drafter_specs
         }
 
-    def run(self, method: Method, prompt_ids: list[int], max_new_tokens: int) -> dict:
+    def run(self, method: BenchMethod, prompt_ids: list[int], max_new_tokens: int) -> dict:
         if method.kind.startswith("hf"):
             return self._run_hf(method, prompt_ids, max_new_tokens)
-        pipe = self.pipe if method.kind == "plain" else self.pipe.with_drafter(self.drafters[method.drafter])
-        out = pipe.generate(
-            prompt_ids, max_new_tokens=max_new_tokens, gamma=method.gamma, speculative=method.kind == "sps"
-        )
+        if method.kind == "plain":
+            pipe, decoding = self.pipe, PlainDecoding()
+        else:
+            pipe = self.pipe.with_drafter(self.drafters[method.drafter])
+            decoding = SpeculativeSampling(int(method.gamma) if method.gamma.isdigit() else method.gamma)
+        out = pipe.generate(prompt_ids, method=decoding, max_new_tokens=max_new_tokens)
         return {"tokens": out.token_ids[0], "time": out.stats.total_time, "stats": out.stats.as_dict()}
 
-    def _run_hf(self, method: Method, prompt_ids: list[int], max_new_tokens: int) -> dict:
+    def _run_hf(self, method: BenchMethod, prompt_ids: list[int], max_new_tokens: int) -> dict:
         kwargs = dict(
             max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=self.tokenizer.pad_token_id
         )
@@ -122,16 +132,18 @@ def run_from_args(args: argparse.Namespace) -> dict:
     warm = list(warm["input_ids"] if hasattr(warm, "keys") else warm)
 
     records = []
-    with Progress() as progress:
-        task = progress.add_task("Spec-Bench", total=len(prompts) * len(methods))
+    with progress_bar() as progress:
+        task = progress.add_task("warm-up", total=len(methods) * (len(prompts) + 1))
         for method in methods:  # warm-up: first calls pay one-time allocation and packing costs
             runner.run(method, warm, 8)
-        for prompt in prompts:
+            progress.advance(task)
+        for turn, prompt in enumerate(prompts):
             ids = encode(
                 [{"role": "user", "content": prompt["prompt"]}], add_generation_prompt=True, tokenize=True
             )
             ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
-            for method in methods:
+            for method in rotated(methods, turn):
+                progress.update(task, description=f"prompt {turn + 1}/{len(prompts)} {method.name}")
                 result = runner.run(method, ids, args.max_new_tokens)
                 records.append({"method": method.name, **prompt, "prompt_tokens": len(ids), **result})
                 progress.advance(task)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import secrets
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from specdec.decoders import BildConfig
+from specdec.decoders import BiLD, DecodingMethod, PlainDecoding, SpeculativeSampling
 from specdec.drafters import make_drafter
 from specdec.models import load_model
 from specdec.pipeline import GenerationResult, Pipeline
@@ -63,33 +64,42 @@ def _stats_table(results: dict[str, GenerationResult]) -> Table:
     return table
 
 
+def method_from_args(args: argparse.Namespace) -> DecodingMethod:
+    if args.no_speculative:
+        return PlainDecoding()
+    if args.bild:
+        return BiLD(args.fallback, args.rollback, args.max_small_tokens)
+    return SpeculativeSampling(int(args.gamma) if args.gamma.isdigit() else args.gamma, args.verify)
+
+
 def run_generate(args: argparse.Namespace) -> None:
     console = Console(highlight=False)
+    method = method_from_args(args)  # validated before anything is loaded
     load = dict(dtype=args.dtype, device=args.device, cache_dir=args.cache_dir)
     with console.status(f"loading {args.model}"):
         target = load_model(args.model, **load)
     drafter = None
-    if not args.no_speculative:
+    if method.needs_drafter:
         with console.status(f"building drafter {args.drafter}"):
             drafter = make_drafter(args.drafter, target.model, target.tokenizer, **load)
     pipe = Pipeline(target.model, target.tokenizer, drafter=drafter)
-    gamma = int(args.gamma) if args.gamma.isdigit() else args.gamma
+    # Both runs of --compare draw with the same seed, so even sampled texts can be compared.
+    seed = secrets.randbits(32) if args.seed is None and args.compare else args.seed
     kwargs = dict(
         max_new_tokens=args.max_new_tokens,
         temperature=args.temperature,
         top_k=args.top_k,
         top_p=args.top_p,
-        seed=args.seed,
+        seed=seed,
         stop=args.stop,
         chat=not args.no_chat,
     )
-    bild = BildConfig(args.fallback, args.rollback, args.max_small_tokens) if args.bild else None
-    pipe.generate(args.prompt, max_new_tokens=4, chat=not args.no_chat, speculative=False)  # warm-up
+    pipe.generate(args.prompt, method="plain", **{**kwargs, "max_new_tokens": 4})  # warm-up, validates input
     results: dict[str, GenerationResult] = {}
-    if args.compare or args.no_speculative:
+    if args.compare or not method.needs_drafter:
         with console.status("plain decoding (baseline)"):
-            results["plain"] = pipe.generate(args.prompt, speculative=False, **kwargs)
-        if args.no_speculative:
+            results["plain"] = pipe.generate(args.prompt, method="plain", **kwargs)
+        if not method.needs_drafter:
             console.print(results["plain"].text)
     if drafter is not None:
         console.print(f"[dim]prompt:[/dim] {args.prompt}")
@@ -97,14 +107,14 @@ def run_generate(args: argparse.Namespace) -> None:
             Text("tokens from the draft accepted by the target are shown like this", style=DRAFT_STYLE)
         )
         printer = TokenPrinter(console, target.tokenizer)
-        method = "bild" if bild else "sps"
-        results[f"{method} ({drafter.name})"] = pipe.generate(
-            args.prompt, gamma=gamma, bild=bild, stream=printer, **kwargs
+        results[f"{method.name} ({drafter.name})"] = pipe.generate(
+            args.prompt, method=method, stream=printer, **kwargs
         )
         console.print()
     console.print(_stats_table(results))
     for name, res in results.items():
         console.print(f"[dim]{name}:[/dim] {res.stats}")
-    if "plain" in results and drafter is not None and args.temperature == 0 and bild is None:
+    if "plain" in results and drafter is not None and method.lossless:
         same = results["plain"].token_ids == list(results.values())[-1].token_ids
-        console.print(f"greedy output identical to plain decoding: {same}")
+        how = "greedy output" if args.temperature == 0 else f"sampled output (seed {seed})"
+        console.print(f"{how} identical to plain decoding: {same}")

@@ -35,8 +35,14 @@ def _add_generate_args(parser: argparse.ArgumentParser, default_prompt: str | No
     parser.add_argument("--top-k", type=int, default=0)
     parser.add_argument("--top-p", type=float, default=1.0)
     parser.add_argument("--gamma", default="adaptive", help="draft length: an int, 'adaptive' or 'heuristic'")
+    parser.add_argument(
+        "--verify",
+        choices=("coupled", "rejection"),
+        default="coupled",
+        help="sampled SpS: 'coupled' (same seed, same text as plain decoding) or 'rejection' (Chen et al.)",
+    )
     parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
+    parser.add_argument("--stop", action="append", default=[], help="stop string (repeatable, non-empty)")
     parser.add_argument("--no-chat", action="store_true", help="don't apply the chat template")
     parser.add_argument("--no-speculative", action="store_true", help="plain decoding only")
     parser.add_argument(

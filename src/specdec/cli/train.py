@@ -93,8 +93,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_train(args: argparse.Namespace) -> Path:
-    from specdec.drafters import check_truncation
-    from specdec.models import default_cache_dir, load_model
+    from specdec.models import check_truncation, default_cache_dir, load_model
     from specdec.pipeline import Pipeline
     from specdec.training import (
         DraftShape,
@@ -223,7 +222,8 @@ def run_export(args: argparse.Namespace) -> Path:
     from transformers import AutoModelForCausalLM
 
     from specdec.models import load_model
-    from specdec.models.packaged import DRAFTS_DIR, export_draft
+    from specdec.models.packaged import DRAFTS_DIR
+    from specdec.training.export import export_draft
 
     base = load_model(args.base)
     draft = AutoModelForCausalLM.from_pretrained(args.draft, dtype=torch.float32)

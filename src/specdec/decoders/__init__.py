@@ -1,27 +1,37 @@
-"""Decoding algorithms, one short function each, over the engine and the drafters."""
+"""Decoding algorithms, one short function each over the engine and the drafters, and the method
+objects that name them with their settings."""
 
-from specdec.decoders.autoregressive import autoregressive_generate
-from specdec.decoders.bild import BildConfig, bild_generate
-from specdec.decoders.common import DecodeResult
+from specdec.decoders.autoregressive import PlainDecoding, autoregressive_generate
+from specdec.decoders.bild import BiLD, bild_verify, rollback_distance
+from specdec.decoders.common import DecodeResult, DecodingMethod, Request
 from specdec.decoders.gamma import AdaptiveGamma, FixedGamma, GammaPolicy, HeuristicGamma, make_gamma_policy
-from specdec.decoders.speculative import draft_verify_loop, speculative_generate, verify
+from specdec.decoders.loop import draft_verify_loop
+from specdec.decoders.methods import METHODS, make_method
+from specdec.decoders.speculative import SpeculativeSampling, coupled_verify, rejection_verify
 from specdec.decoders.stats import GenerationStats
 from specdec.decoders.stopping import StopCriteria, StreamCallback
 
 __all__ = [
+    "METHODS",
     "AdaptiveGamma",
-    "BildConfig",
+    "BiLD",
     "DecodeResult",
+    "DecodingMethod",
     "FixedGamma",
     "GammaPolicy",
     "GenerationStats",
     "HeuristicGamma",
+    "PlainDecoding",
+    "Request",
+    "SpeculativeSampling",
     "StopCriteria",
     "StreamCallback",
     "autoregressive_generate",
-    "bild_generate",
+    "bild_verify",
+    "coupled_verify",
     "draft_verify_loop",
     "make_gamma_policy",
-    "speculative_generate",
-    "verify",
+    "make_method",
+    "rejection_verify",
+    "rollback_distance",
 ]

@@ -8,32 +8,33 @@ after it is discarded; otherwise the large model's token after the last pending 
 Unlike speculative sampling this keeps tokens the target would merely find plausible, so it is
 *not* lossless: α_RB trades quality for speed.
 
-One deviation from the paper, in greedy mode only: a small token equal to the large model's argmax
-is never rolled back (the paper's rule would replace it by itself and discard what follows, which
-the small model then regenerates identically). It makes α_RB = 0 mean "reject every disagreement",
-under which greedy BiLD equals the large model's greedy decoding.
+One deviation from the paper: a small token equal to the large model's own choice at that position
+(its argmax when greedy; its draw with the position's noise when sampling, the draw plain decoding
+makes) is never rolled back. The paper's rule would replace it by itself, or by a fresh draw, and
+discard what follows. It makes α_RB = 0 mean "reject every disagreement", under which BiLD
+reproduces the large model's own decoding, greedy or sampled with the same seed.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
-from specdec.decoders.common import DecodeResult, next_tokens
+from specdec.decoders.common import DecodeResult, DecodingMethod, Request
 from specdec.decoders.gamma import FixedGamma
-from specdec.decoders.speculative import draft_verify_loop
-from specdec.decoders.stopping import StopCriteria, StreamCallback
-from specdec.drafters.base import Draft, Drafter
+from specdec.decoders.loop import draft_verify_loop
+from specdec.decoders.speculative import target_choices
+from specdec.drafters import Draft, Drafter
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
-from specdec.sampling import SamplingConfig, Verification, greedy_tokens
+from specdec.sampling import Draws, SamplingConfig, Verification, match_verify
 
 
 @dataclass(frozen=True)
-class BildConfig:
+class BiLD(DecodingMethod):
     """BiLD's two thresholds and the cap on consecutive small-model tokens.
 
     Both thresholds read the models' own distributions at temperature 1 without truncation, so a
@@ -43,6 +44,8 @@ class BildConfig:
     fallback_threshold: float = 0.5  # α_FB: hand over when max_y p(y) < α_FB; 0 never falls back
     rollback_threshold: float = 3.0  # α_RB: replace a small token when −log q(y) > α_RB; inf never does
     max_small_tokens: int = 10
+    name: ClassVar[str] = "bild"
+    lossless: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         fb, rb, cap = self.fallback_threshold, self.rollback_threshold, self.max_small_tokens
@@ -55,6 +58,19 @@ class BildConfig:
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
             raise InvalidArgumentError(f"max_small_tokens must be an integer >= 1, got {cap!r}")
 
+    def decode(self, target: Engine, drafter: Drafter | None, request: Request) -> DecodeResult:
+        def rule(draft: Draft, logits: torch.Tensor, draws: Draws) -> Verification:
+            return bild_verify(draft, logits, self.rollback_threshold, request.sampling, draws)
+
+        return draft_verify_loop(
+            target,
+            drafter,
+            request,
+            rule,
+            policy=FixedGamma(self.max_small_tokens),
+            min_confidence=self.fallback_threshold,
+        )
+
 
 def rollback_distance(draft_tokens: torch.Tensor, target_logits: torch.Tensor) -> torch.Tensor:
     """d = −log q(y): the cross-entropy of each small-model token under the large model, float64."""
@@ -62,59 +78,16 @@ def rollback_distance(draft_tokens: torch.Tensor, target_logits: torch.Tensor) -
     return -log_q.gather(-1, draft_tokens[..., None].to(log_q.device)).squeeze(-1)
 
 
-def first_rollback(offending: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """Tokens kept per row: the index of the first offending position, or the row's length."""
-    gamma = offending.shape[1]
-    positions = torch.arange(gamma)[None, :]
-    stop = offending.cpu() | (positions >= lengths[:, None])
-    return torch.where(stop.any(dim=1), stop.int().argmax(dim=1), torch.full_like(lengths, gamma))
-
-
 def bild_verify(
-    draft: Draft,
-    logits: torch.Tensor,
-    config: BildConfig,
-    sampling: SamplingConfig,
-    generator: torch.Generator | None,
+    draft: Draft, logits: torch.Tensor, rollback_threshold: float, sampling: SamplingConfig, draws: Draws
 ) -> Verification:
-    """Keep pending small tokens up to the first one with d > α_RB; the large model supplies the next."""
-    lengths = draft.row_lengths()
-    if draft.gamma == 0:
-        accepted = torch.zeros(logits.shape[0], dtype=torch.long)
-    else:
-        scored = logits[:, : draft.gamma]
-        offending = rollback_distance(draft.tokens, scored).cpu() > config.rollback_threshold
-        if sampling.greedy:
-            offending &= greedy_tokens(scored).cpu() != draft.tokens
-        accepted = first_rollback(offending, lengths)
-    rows = torch.arange(logits.shape[0])
-    chosen = logits[rows, accepted.to(logits.device)]  # replacement on rollback, else the fallback token
-    return Verification(accepted, next_tokens(chosen, sampling, generator).cpu())
+    """Keep pending small tokens up to the first one with d > α_RB that the large model would not have
+    chosen itself; the large model's own choice replaces it, or follows the last kept token."""
+    distance = rollback_distance(draft.tokens, logits[:, : draft.gamma]).cpu()
 
+    def within_threshold(i: int, rows: torch.Tensor, choice: torch.Tensor) -> torch.Tensor:
+        return distance[rows, i] <= rollback_threshold
 
-def bild_generate(
-    target: Engine,
-    drafter: Drafter,
-    prompts: Sequence[Sequence[int]],
-    *,
-    config: BildConfig,
-    sampling: SamplingConfig,
-    stop: StopCriteria,
-    generator: torch.Generator | None = None,
-    callback: StreamCallback | None = None,
-) -> DecodeResult:
-    def rule(draft: Draft, logits: torch.Tensor) -> Verification:
-        return bild_verify(draft, logits, config, sampling, generator)
-
-    return draft_verify_loop(
-        target,
-        drafter,
-        prompts,
-        rule,
-        sampling=sampling,
-        stop=stop,
-        gamma=FixedGamma(config.max_small_tokens),
-        min_confidence=config.fallback_threshold,
-        generator=generator,
-        callback=callback,
+    return match_verify(
+        draft.tokens, target_choices(logits, sampling, draws), draft.row_lengths(), within_threshold
     )

@@ -1,16 +1,42 @@
-"""Pieces every decoding loop shares: the result type, budgets, and the next-token rule."""
+"""Pieces every decoding loop shares: the request, the result, the method interface, budgets, and the
+target's own choice of token."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
 from specdec.decoders.stats import GenerationStats
-from specdec.decoders.stopping import Rows
+from specdec.decoders.stopping import Rows, StopCriteria, StreamCallback
+from specdec.drafters import Drafter
 from specdec.engine import Engine
-from specdec.sampling import SamplingConfig, greedy_tokens, logits_to_probs, sample
+from specdec.sampling import Draws, SamplingConfig, choose_tokens
+
+# Slots a decoder's cache reserves beyond the prompt at first (it grows with the text, up to the
+# context window), so short answers to requests with a large max_new_tokens stay small.
+FIRST_GROWTH = 256
+
+
+@dataclass(frozen=True)
+class Request:
+    """One batch to decode: token ids per row, how to sample, when to stop, each row's noise key."""
+
+    prompts: Sequence[Sequence[int]]
+    sampling: SamplingConfig
+    stop: StopCriteria
+    keys: Sequence[int]  # one per row, see specdec.sampling.noise.row_keys
+    callback: StreamCallback | None = None
+
+    def rows(self) -> Rows:
+        return Rows(self.prompts, self.stop, self.keys, self.callback)
+
+    def first_growth(self, block: int) -> int:
+        """Slots to reserve beyond the longest prompt: some new tokens and one block of slack."""
+        return min(self.stop.max_new_tokens, FIRST_GROWTH) + block + 1
 
 
 @dataclass
@@ -21,25 +47,42 @@ class DecodeResult:
     stats: GenerationStats
 
 
-def capacity_for(prompts: Sequence[Sequence[int]], max_new_tokens: int, block: int) -> int:
-    """Slots a row can need: its prompt, its new tokens and one speculative block of slack."""
-    return max(len(p) for p in prompts) + max_new_tokens + block + 1
+class DecodingMethod(ABC):
+    """A decoding method as a small object: which algorithm, with which settings.
+
+    ``Pipeline.generate(method=...)`` takes one; every draft-then-verify method is a thin wrapper
+    around :func:`specdec.decoders.loop.draft_verify_loop` with its own verify rule.
+    """
+
+    name: ClassVar[str]
+    #: whether the method drafts (and so needs the pipeline's drafter)
+    needs_drafter: ClassVar[bool] = True
+    #: whether its greedy output equals plain greedy decoding and its sampled output follows the
+    #: target's distribution exactly (the conformance tests hold every lossless method to this)
+    lossless: ClassVar[bool] = True
+
+    @abstractmethod
+    def decode(self, target: Engine, drafter: Drafter | None, request: Request) -> DecodeResult:
+        """Decode ``request`` on the target's engine (with ``drafter`` when :attr:`needs_drafter`)."""
 
 
-def next_tokens(
-    logits: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator | None
+def target_choice(
+    logits: torch.Tensor,
+    sampling: SamplingConfig,
+    draws: Draws,
+    offset: int,
+    rows: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """The target's own choice from its logits: argmax when greedy, else a draw from q."""
-    if sampling.greedy:
-        return greedy_tokens(logits)
-    return sample(logits_to_probs(logits, sampling), generator)
+    """The target's own token from ``logits`` ``[n, V]``: the argmax when greedy, else the Gumbel-max
+    draw with the noise of position ``offset`` (stream DRAW), exactly what plain decoding draws there."""
+    gumbel = None if sampling.greedy else draws.gumbel(offset, logits.shape[-1], rows)
+    return choose_tokens(logits, sampling, gumbel).cpu()
 
 
-def context_full(engine: Engine, rows: Rows, block: int) -> list[int]:
-    """Batch positions whose next block would run past the model's context window."""
-    if engine.max_positions is None:
-        return []
-    return [pos for pos, n in enumerate(engine.num_tokens.tolist()) if n + block > engine.max_positions]
+def context_full(engine: Engine) -> list[int]:
+    """Batch positions whose pending token has no position left in the context window."""
+    room = engine.room()
+    return [] if room is None else (room <= 0).nonzero().flatten().tolist()
 
 
 def finish(rows: Rows, stats: GenerationStats) -> DecodeResult:

@@ -36,22 +36,23 @@ class StepResult:
 
 
 class GammaPolicy:
-    #: the longest draft this policy can ask for (sizes the cache's slack)
+    """Chooses γ before each step and learns from what the step did."""
+
+    #: the longest draft this policy can ask for (sizes the cache's first slack)
     max_gamma: int
+    #: the γ the next step should draft
+    gamma: int
 
     def next_gamma(self) -> int:
-        raise NotImplementedError
+        return self.gamma
 
     def update(self, step: StepResult) -> None:
-        pass
+        """Called after every step that drafted (forced plain steps at the context edge are not reported)."""
 
 
 class FixedGamma(GammaPolicy):
     def __init__(self, gamma: int):
         self.gamma = self.max_gamma = check_gamma(gamma)
-
-    def next_gamma(self) -> int:
-        return self.gamma
 
     def __repr__(self) -> str:
         return f"fixed(γ={self.gamma})"
@@ -62,9 +63,6 @@ class HeuristicGamma(GammaPolicy):
 
     def __init__(self, initial: int = 5, max_gamma: int = 16):
         self.gamma, self.max_gamma = check_gamma(initial, "initial"), check_gamma(max_gamma, "max_gamma")
-
-    def next_gamma(self) -> int:
-        return self.gamma
 
     def update(self, step: StepResult) -> None:
         all_accepted = all(a == p for a, p in zip(step.accepted, step.proposed, strict=True))
@@ -80,19 +78,18 @@ class AdaptiveGamma(GammaPolicy):
     α is estimated with exponentially decayed counts of accepted tokens and rejections (the MLE
     of a geometric acceptance run); T_target(k) = a + b·k by decayed least squares over the
     verify calls seen; T_draft is the decayed mean time per drafted token. Timing feedback makes
-    γ depend on the machine, so sampled outputs are reproducible under a fixed seed only with
-    :class:`FixedGamma` (greedy outputs never depend on γ).
+    the γ schedule depend on the machine; the text does not (greedy, and coupled sampling, emit the
+    target's own choice at every position whatever γ is).
     """
 
     def __init__(self, initial: int = 4, max_gamma: int = 12, decay: float = 0.9):
         self.gamma, self.max_gamma = check_gamma(initial, "initial"), check_gamma(max_gamma, "max_gamma")
+        if isinstance(decay, bool) or not isinstance(decay, int | float) or not 0 < decay < 1:
+            raise InvalidArgumentError(f"decay must be in (0, 1), got {decay!r}")
         self.decay = decay
         self.accepted, self.rejected = 4.0, 1.0  # prior: α ≈ 0.8 until evidence arrives
         self.draft_time, self.draft_tokens = 0.0, 0.0
         self._sums = [0.0] * 5  # decayed Σw, Σk, Σk², Σt, Σk·t for the verify-time fit
-
-    def next_gamma(self) -> int:
-        return self.gamma
 
     @property
     def alpha(self) -> float:

@@ -77,6 +77,7 @@ class GenerationStats:
             "draft_calls": self.draft_calls,
             "proposed_tokens": self.proposed_tokens,
             "accepted_tokens": self.accepted_tokens,
+            "row_steps": self.row_steps,
             "acceptance_rate": self.acceptance_rate,
             "tokens_per_target_call": self.tokens_per_target_call,
             "fallback_rate": self.fallback_rate,

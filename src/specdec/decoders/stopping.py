@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
+from specdec.sampling import KeyedDraws
+
 # (row index in the caller's prompt list, new token ids, True for each token that was an accepted draft token)
 StreamCallback = Callable[[int, list[int], list[bool]], None]
+
+
+class RowState(Protocol):
+    """Anything holding per-row state of a batch (engines, drafters)."""
+
+    def select_rows(self, rows: torch.Tensor) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -35,22 +44,40 @@ class StopCriteria:
 
 
 class Rows:
-    """Per-row outputs and the map from engine batch positions to the caller's rows."""
+    """Per-row outputs, pending tokens, and the map from engine batch positions to the caller's rows.
 
-    def __init__(self, num_rows: int, stop: StopCriteria, callback: StreamCallback | None = None):
+    Invariant between steps: the engines hold every token of an active row but its pending one (the
+    last token emitted, or the prompt's last token before the first step), which the next step feeds.
+    """
+
+    def __init__(
+        self,
+        prompts: Sequence[Sequence[int]],
+        stop: StopCriteria,
+        keys: Sequence[int],
+        callback: StreamCallback | None = None,
+    ):
+        num_rows = len(prompts)
         self.tokens: list[list[int]] = [[] for _ in range(num_rows)]
         self.from_draft: list[list[bool]] = [[] for _ in range(num_rows)]
         self.finish_reasons: list[str | None] = [None] * num_rows
         self.active: list[int] = list(range(num_rows))
-        self.stop = stop
-        self.callback = callback
+        self.pending = torch.tensor([p[-1] for p in prompts], dtype=torch.long)
+        self.stop, self.keys, self.callback = stop, list(keys), callback
 
     def remaining(self) -> list[int]:
         """New tokens each active row may still produce."""
         return [self.stop.max_new_tokens - len(self.tokens[row]) for row in self.active]
 
+    def draws(self) -> KeyedDraws:
+        """This step's randomness: offset 0 is each active row's next output position."""
+        return KeyedDraws(
+            [self.keys[row] for row in self.active], [len(self.tokens[row]) for row in self.active]
+        )
+
     def emit(self, new_tokens: Sequence[list[int]], num_from_draft: Sequence[int]) -> list[int]:
-        """Append each active row's tokens; return batch positions of rows that just finished."""
+        """Append each active row's tokens (the last one becomes its pending token); return the batch
+        positions of rows that just finished."""
         finished = []
         for pos, (row, new) in enumerate(zip(self.active, new_tokens, strict=True)):
             start = len(self.tokens[row])
@@ -64,15 +91,20 @@ class Rows:
                 finished.append(pos)
             if self.callback is not None:
                 self.callback(row, self.tokens[row][start:], self.from_draft[row][start:])
+        self.pending = torch.tensor([new[-1] for new in new_tokens], dtype=torch.long)
         return finished
 
     def finish(self, positions: Sequence[int], reason: str) -> None:
         for pos in positions:
             self.finish_reasons[self.active[pos]] = reason
 
-    def drop(self, positions: Sequence[int]) -> torch.Tensor | None:
-        """Remove finished batch positions; return the positions to keep, or None if none left."""
+    def drop(self, positions: Sequence[int], *states: RowState) -> None:
+        """Remove finished batch positions here and from every engine / drafter in ``states``."""
         gone = set(positions)
         keep = [pos for pos in range(len(self.active)) if pos not in gone]
         self.active = [self.active[pos] for pos in keep]
-        return torch.tensor(keep, dtype=torch.long) if keep else None
+        if keep:  # nothing left to select from when every row finished
+            index = torch.tensor(keep, dtype=torch.long)
+            self.pending = self.pending[index]
+            for state in states:
+                state.select_rows(index)

@@ -1,7 +1,9 @@
 """The drafter strategy interface: one small class per way of guessing the target's next tokens.
 
 Verification lives in the decoders; a drafter only proposes tokens (with the distribution p they
-were drawn from) and is told afterwards how many were accepted, so it can roll its own state back.
+were drawn from) and is told afterwards what the target settled, so it can bring its own state in
+step. What the target computed on the way (logits, and the hidden states of the layers a drafter
+asks for) comes with it: Tandem's secondary reads the primary's hidden states, BiTA its own logits.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from specdec.engine import Engine
-from specdec.sampling import SamplingConfig
+from specdec.engine import Engine, ExtendOutput
+from specdec.sampling import Draws, SamplingConfig
 
 
 @dataclass
@@ -32,6 +34,27 @@ class Draft:
             return torch.full((self.tokens.shape[0],), self.gamma, dtype=torch.long)
         return self.lengths
 
+    @staticmethod
+    def empty(batch: int) -> Draft:
+        """No guess for any row: the step is a plain target step."""
+        return Draft(torch.zeros(batch, 0, dtype=torch.long))
+
+
+@dataclass
+class Feedback:
+    """What one target pass settled, for the drafter to catch up with.
+
+    Each row kept its first ``num_accepted`` draft tokens, then the target emitted ``next_token``
+    (resampled, bonus, or BiLD's correction), which the target has not fed yet: the next step feeds
+    it. ``target`` is that pass over the block [pending token, draft tokens]: logits ``[B, γ+1, V]``
+    and the hidden states of :attr:`Drafter.target_hidden_layers`; positions past a row's draft
+    length are padding, positions past ``num_accepted`` + 1 were rejected.
+    """
+
+    num_accepted: torch.Tensor  # [B] long
+    next_token: torch.Tensor  # [B] long
+    target: ExtendOutput
+
 
 class Drafter(ABC):
     """Proposes γ tokens per row; keeps whatever state it needs in step with the target."""
@@ -40,27 +63,42 @@ class Drafter(ABC):
     draft_calls: int = 0
     #: whether :meth:`propose` honours ``min_confidence`` (its guesses come with a distribution)
     has_confidence: bool = False
+    #: layers of the target whose hidden states (0 = embeddings) the drafter wants from every target
+    #: pass, the prefill included; they cost nothing extra, the pass computes them anyway
+    target_hidden_layers: tuple[int, ...] = ()
+
+    @property
+    def context_size(self) -> int | None:
+        """The longest sequence the drafter can read (None: no limit of its own). Near it, decoders
+        shorten drafts, down to plain target steps, rather than stop early."""
+        return None
 
     def validate(self, target: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None) -> None:  # noqa: B027
         """Raise if this drafter cannot draft for ``target`` (e.g. a different vocabulary)."""
 
-    def attach(self, target: Engine) -> None:  # noqa: B027
+    def attach(self, engine: Engine) -> None:  # noqa: B027
         """Receive the target's engine; drafters that run on the target's own cache keep it."""
 
     @abstractmethod
-    def begin(self, prompts: Sequence[Sequence[int]], capacity: int) -> None:
-        """Start a batch. Every prompt's last token is still pending (not yet seen by the target)."""
+    def begin(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
+        """Start a batch. Every prompt's last token is pending (not yet seen by the target);
+        ``prefill`` is the target's pass over the rest (None if every prompt is one token)."""
 
     @abstractmethod
     def propose(
         self,
         gamma: int,
         sampling: SamplingConfig,
-        generator: torch.Generator | None,
+        draws: Draws,
         *,
         min_confidence: float = 0.0,
     ) -> Draft:
         """Guess up to ``gamma`` tokens following each row's pending token.
+
+        ``gamma`` may be 0 (a plain target step, e.g. at the edge of the context window): return an
+        empty draft and run nothing. Sampled guesses take their randomness from ``draws`` at offset i
+        for the i-th draft token (0-based), the same noise the target's own choice at that position
+        uses, which is what makes coupled verification accept them.
 
         ``min_confidence`` is BiLD's fallback threshold α_FB: a row's draft stops *before* the first
         token whose draft probability max_y p(y) (temperature 1, untruncated) is below it, handing
@@ -68,8 +106,8 @@ class Drafter(ABC):
         """
 
     @abstractmethod
-    def update(self, num_accepted: torch.Tensor, next_tokens: torch.Tensor) -> None:
-        """The target kept ``num_accepted`` draft tokens per row, then produced ``next_tokens``."""
+    def update(self, feedback: Feedback) -> None:
+        """The target settled this step (see :class:`Feedback`)."""
 
     @abstractmethod
     def select_rows(self, rows: torch.Tensor) -> None:

@@ -15,12 +15,12 @@ from collections.abc import Sequence
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from specdec.drafters.base import Draft, Drafter
-from specdec.drafters.derived import check_truncation, truncated_copy
+from specdec.drafters.base import Draft, Drafter, Feedback
 from specdec.drafters.model import draft_autoregressively
-from specdec.engine import Engine
+from specdec.engine import Engine, ExtendOutput
 from specdec.errors import InvalidArgumentError
-from specdec.sampling import SamplingConfig
+from specdec.models.surgery import check_truncation, truncated_copy
+from specdec.sampling import Draws, SamplingConfig
 
 
 class EarlyExitDrafter(Drafter):
@@ -36,14 +36,14 @@ class EarlyExitDrafter(Drafter):
         if target is not self.base:
             raise InvalidArgumentError("an early-exit drafter drafts with its own target's layers only")
 
-    def attach(self, target: Engine) -> None:
-        if target is self.engine:  # a pipeline re-attaching (``with_drafter``): the exit is built
+    def attach(self, engine: Engine) -> None:
+        if engine is self.engine:  # a pipeline re-attaching (``with_drafter``): the exit is built
             return
-        self.engine = target
+        self.engine = engine
         # Sliced from the engine's model so it shares the engine's (possibly packed) weights.
-        self.exit_model = truncated_copy(target.model, self.num_layers)
+        self.exit_model = truncated_copy(engine.model, self.num_layers)
 
-    def begin(self, prompts: Sequence[Sequence[int]], capacity: int) -> None:
+    def begin(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
         if self.engine is None:
             raise InvalidArgumentError("attach the target's engine first (Pipeline does this)")
         self.draft_calls = 0
@@ -54,21 +54,24 @@ class EarlyExitDrafter(Drafter):
         self,
         gamma: int,
         sampling: SamplingConfig,
-        generator: torch.Generator | None,
+        draws: Draws,
         *,
         min_confidence: float = 0.0,
     ) -> Draft:
+        if gamma == 0:
+            return Draft.empty(len(self.pending))
+
         def step(tokens: torch.Tensor) -> torch.Tensor:
             return self.engine.extend(tokens[:, None], model=self.exit_model).logits[:, -1]
 
-        run = draft_autoregressively(step(self.pending), step, gamma, sampling, generator, min_confidence)
+        run = draft_autoregressively(step(self.pending), step, gamma, sampling, draws, min_confidence)
         # Release the exit's slots: verification re-runs these tokens through every layer.
         self.engine.rollback(run.draft.gamma + int(run.fed_all))
         self.draft_calls += run.forwards
         return run.draft
 
-    def update(self, num_accepted: torch.Tensor, next_tokens: torch.Tensor) -> None:
-        self.pending = next_tokens
+    def update(self, feedback: Feedback) -> None:
+        self.pending = feedback.next_token
 
     def select_rows(self, rows: torch.Tensor) -> None:
         self.pending = self.pending[rows]

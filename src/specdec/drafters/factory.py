@@ -5,11 +5,12 @@ from __future__ import annotations
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.drafters.base import Drafter
-from specdec.drafters.derived import PRECISIONS, ReducedPrecisionDrafter, TruncatedDrafter
+from specdec.drafters.derived import ReducedPrecisionDrafter, TruncatedDrafter
 from specdec.drafters.early_exit import EarlyExitDrafter
 from specdec.drafters.model import ModelDrafter
 from specdec.drafters.prompt_lookup import PromptLookupDrafter
 from specdec.errors import InvalidArgumentError
+from specdec.models import PRECISIONS, load_model
 
 DRAFTER_SPECS = (
     "int8 | bf16 | fp16 (reduced-precision copy of the target), "
@@ -25,6 +26,8 @@ def make_drafter(
     tokenizer: PreTrainedTokenizerBase | None,
     **load_kwargs,
 ) -> Drafter:
+    if not isinstance(spec, str) or not spec:
+        raise InvalidArgumentError(f"drafter must be a non-empty spec string ({DRAFTER_SPECS}), got {spec!r}")
     if spec in PRECISIONS:
         return ReducedPrecisionDrafter(target, tokenizer, spec)
     if spec in ("prompt-lookup", "ngram"):
@@ -39,7 +42,5 @@ def make_drafter(
         if not layers.isdigit():
             raise InvalidArgumentError(f"drafter {spec!r}: expected early-exit-N with N a number of layers")
         return EarlyExitDrafter(target, int(layers))
-    from specdec.models import load_model  # deferred: only model drafters need the loader
-
     loaded = load_model(spec, **load_kwargs)
     return ModelDrafter(loaded.model, loaded.tokenizer, name=spec)

@@ -8,39 +8,20 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from specdec.drafters.base import Draft, Drafter
-from specdec.engine import Engine
-from specdec.errors import VocabularyMismatchError
-from specdec.sampling import SamplingConfig, greedy_tokens, logits_to_probs, max_probability, sample
+from specdec.drafters.base import Draft, Drafter, Feedback
+from specdec.engine import Engine, ExtendOutput
+from specdec.models.vocabulary import check_same_vocabulary
+from specdec.sampling import (
+    Draws,
+    SamplingConfig,
+    greedy_tokens,
+    gumbel_argmax,
+    logits_to_probs,
+    max_probability,
+)
 
-
-def output_vocab_size(model: PreTrainedModel) -> int:
-    head = model.get_output_embeddings()
-    if head is not None and getattr(head, "out_features", None):
-        return head.out_features
-    return model.config.get_text_config().vocab_size
-
-
-def check_same_vocabulary(
-    target: PreTrainedModel,
-    target_tokenizer: PreTrainedTokenizerBase | None,
-    draft: PreTrainedModel,
-    draft_tokenizer: PreTrainedTokenizerBase | None,
-) -> None:
-    """Token ids mean the same thing on both sides, or verification would compare different words."""
-    target_vocab, draft_vocab = output_vocab_size(target), output_vocab_size(draft)
-    if target_vocab != draft_vocab:
-        raise VocabularyMismatchError(
-            f"target predicts {target_vocab} token ids but the draft predicts {draft_vocab}; "
-            "a draft must use exactly the target's vocabulary"
-        )
-    both = target_tokenizer is not None and draft_tokenizer is not None
-    if both and target_tokenizer.get_vocab() != draft_tokenizer.get_vocab():
-        raise VocabularyMismatchError(
-            "target and draft tokenizers map tokens to different ids "
-            f"({len(target_tokenizer)} vs {len(draft_tokenizer)} entries); use a draft trained with the "
-            "target's tokenizer"
-        )
+# Slots a draft engine reserves beyond the prompt at first; it grows as the text does.
+_FIRST_GROWTH = 128
 
 
 @dataclass
@@ -55,10 +36,13 @@ def draft_autoregressively(
     step: Callable[[torch.Tensor], torch.Tensor],
     gamma: int,
     sampling: SamplingConfig,
-    generator: torch.Generator | None,
+    draws: Draws,
     min_confidence: float = 0.0,
 ) -> DraftRun:
     """Sample up to γ tokens, calling ``step(tokens) -> next logits`` between them.
+
+    The i-th token is drawn with the draws at offset i: the noise the target's own choice at that
+    position uses, so a draft that agrees with the target draws the same token.
 
     With ``min_confidence`` (BiLD's α_FB) a row stops before its first token whose max p is below
     it; once every row has stopped the target takes over (rows that stopped earlier wait for the
@@ -80,7 +64,7 @@ def draft_autoregressively(
             token = greedy_tokens(logits)
         else:
             p = logits_to_probs(logits, sampling)
-            token = sample(p, generator)
+            token = gumbel_argmax(p, draws.gumbel(i, p.shape[-1]).to(p.device))
             probs.append(p)
         tokens.append(token)
         if i < gamma - 1:
@@ -115,23 +99,31 @@ class ModelDrafter(Drafter):
     def validate(self, target: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None) -> None:
         check_same_vocabulary(target, tokenizer, self.model, self.tokenizer)
 
-    def begin(self, prompts: Sequence[Sequence[int]], capacity: int) -> None:
+    @property
+    def context_size(self) -> int | None:
+        return self.engine.max_positions
+
+    def begin(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
         self.draft_calls = 0
-        self.engine.reset(len(prompts), capacity)
-        if any(len(p) > 1 for p in prompts):
-            self.engine.prefill([p[:-1] for p in prompts])
-        # Tokens the target has settled on but this model has not run yet (1, or 2 after a full accept).
+        self.engine.start(prompts, extra_slots=_FIRST_GROWTH)
+        # Tokens the target has settled on but this model has not run yet (the pending one, one
+        # more after a fully accepted draft, and more after plain steps that drafted nothing).
         self.unseen: list[list[int]] = [[p[-1]] for p in prompts]
+        self._last = torch.zeros(len(prompts), 0, dtype=torch.long)
+        self._fed: int | None = None  # draft tokens of the last proposal fed to the model; None: nothing ran
 
     @torch.inference_mode()
     def propose(
         self,
         gamma: int,
         sampling: SamplingConfig,
-        generator: torch.Generator | None,
+        draws: Draws,
         *,
         min_confidence: float = 0.0,
     ) -> Draft:
+        if gamma == 0:
+            self._last, self._fed = torch.zeros(len(self.unseen), 0, dtype=torch.long), None
+            return Draft.empty(len(self.unseen))
         # Left-padded block of each row's unseen tokens: the same shape of work as a prefill.
         logits = self.engine.prefill(self.unseen).logits[:, -1]
         run = draft_autoregressively(
@@ -139,23 +131,28 @@ class ModelDrafter(Drafter):
             lambda token: self.engine.extend(token[:, None]).logits[:, -1],
             gamma,
             sampling,
-            generator,
+            draws,
             min_confidence,
         )
         self.draft_calls += run.forwards
-        self._last, self._fed_all = run.draft.tokens, run.fed_all
+        self._last = run.draft.tokens
+        # The model ran every draft token but the last, unless drafting stopped early on fallback.
+        self._fed = run.draft.gamma if run.fed_all else run.draft.gamma - 1
         return run.draft
 
-    def update(self, num_accepted: torch.Tensor, next_tokens: torch.Tensor) -> None:
-        width = self._last.shape[1]
-        # The engine holds the unseen tokens plus d_1..d_{width-1} (d_width too if ``_fed_all``).
-        fed = width if self._fed_all else width - 1
-        self.engine.rollback((fed - num_accepted).clamp(min=0))
+    def update(self, feedback: Feedback) -> None:
+        accepted, nxt = feedback.num_accepted.tolist(), feedback.next_token.tolist()
+        if self._fed is None:  # nothing ran: what was unseen still is
+            self.unseen = [[*u, t] for u, t in zip(self.unseen, nxt, strict=True)]
+            return
+        fed = self._fed
+        self.engine.rollback((fed - feedback.num_accepted).clamp(min=0))
         self.unseen = [
-            ([int(self._last[row, -1])] if n == width > fed else []) + [int(t)]
-            for row, (n, t) in enumerate(zip(num_accepted.tolist(), next_tokens.tolist(), strict=True))
+            [*self._last[row, fed:n].tolist(), t]
+            for row, (n, t) in enumerate(zip(accepted, nxt, strict=True))
         ]
 
     def select_rows(self, rows: torch.Tensor) -> None:
         self.engine.select_rows(rows)
         self.unseen = [self.unseen[i] for i in rows.tolist()]
+        self._last = self._last[rows]

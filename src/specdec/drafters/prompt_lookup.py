@@ -11,9 +11,10 @@ from collections.abc import Sequence
 
 import torch
 
-from specdec.drafters.base import Draft, Drafter
+from specdec.drafters.base import Draft, Drafter, Feedback
+from specdec.engine import ExtendOutput
 from specdec.errors import InvalidArgumentError
-from specdec.sampling import SamplingConfig
+from specdec.sampling import Draws, SamplingConfig
 
 
 def lookup_continuation(history: Sequence[int], max_ngram: int, min_ngram: int, length: int) -> list[int]:
@@ -36,7 +37,7 @@ class PromptLookupDrafter(Drafter):
         self.max_ngram, self.min_ngram = max_ngram, min_ngram
         self.name = "prompt-lookup"
 
-    def begin(self, prompts: Sequence[Sequence[int]], capacity: int) -> None:
+    def begin(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
         self.draft_calls = 0
         self.history = [list(p) for p in prompts]
 
@@ -44,19 +45,23 @@ class PromptLookupDrafter(Drafter):
         self,
         gamma: int,
         sampling: SamplingConfig,
-        generator: torch.Generator | None,
+        draws: Draws,
         *,
         min_confidence: float = 0.0,
     ) -> Draft:
-        guesses = [lookup_continuation(h, self.max_ngram, self.min_ngram, gamma) for h in self.history]
+        guesses = [
+            lookup_continuation(h, self.max_ngram, self.min_ngram, gamma) if gamma else []
+            for h in self.history
+        ]
         tokens = torch.zeros(len(guesses), gamma, dtype=torch.long)
         for row, guess in enumerate(guesses):
             tokens[row, : len(guess)] = torch.tensor(guess, dtype=torch.long)
         self._last = guesses
         return Draft(tokens=tokens, lengths=torch.tensor([len(g) for g in guesses], dtype=torch.long))
 
-    def update(self, num_accepted: torch.Tensor, next_tokens: torch.Tensor) -> None:
-        for row, (n, t) in enumerate(zip(num_accepted.tolist(), next_tokens.tolist(), strict=True)):
+    def update(self, feedback: Feedback) -> None:
+        settled = zip(feedback.num_accepted.tolist(), feedback.next_token.tolist(), strict=True)
+        for row, (n, t) in enumerate(settled):
             self.history[row].extend([*self._last[row][:n], t])
 
     def select_rows(self, rows: torch.Tensor) -> None:

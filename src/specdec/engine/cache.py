@@ -5,7 +5,9 @@ writes its new tokens into the next free slots; which slots a row may attend to 
 the attention mask the engine builds, not by the cache. Rejecting draft tokens, keeping only the
 accepted branch of a tree, or padding rows of different lengths are then all the same operation:
 marking slots invalid. Compared with ``DynamicCache`` (a ``torch.cat`` per layer per step) nothing
-is reallocated; compared with ``StaticCache`` attention only reads the slots in use.
+is reallocated per step; compared with ``StaticCache`` attention only reads the slots in use. The
+engine starts it small and grows it (doubling) when a block does not fit, so memory follows the
+text actually generated, never ``max_new_tokens``.
 """
 
 from __future__ import annotations
@@ -66,6 +68,15 @@ class SlotLayer(CacheLayerMixin):
             self.keys = self.keys.index_select(0, rows)
             self.values = self.values.index_select(0, rows)
 
+    def grow(self, capacity: int) -> None:
+        """Reallocate to ``capacity`` slots, keeping the slots in use."""
+        if self.is_initialized:
+            used = self.keys.shape[2]
+            keys = self.keys.new_zeros(*self.keys.shape[:2], capacity, self.keys.shape[-1])
+            values = self.values.new_zeros(*self.values.shape[:2], capacity, self.values.shape[-1])
+            keys[:, :, :used], values[:, :, :used] = self.keys, self.values
+            self.keys, self.values = keys, values
+
 
 class SlotCache(Cache):
     """The container the model sees; the engine owns the slot bookkeeping around it."""
@@ -82,3 +93,17 @@ class SlotCache(Cache):
     def select_rows(self, rows: torch.Tensor) -> None:
         for layer in self.layers:
             layer.select_rows(rows)
+
+    def grow(self, capacity: int) -> None:
+        for layer in self.layers:
+            layer.grow(capacity)
+        self.capacity = capacity
+
+    def nbytes(self) -> int:
+        """Bytes held by the key/value buffers allocated so far."""
+        return sum(
+            t.nelement() * t.element_size()
+            for layer in self.layers
+            if layer.is_initialized
+            for t in (layer.keys, layer.values)
+        )

@@ -18,7 +18,8 @@ from transformers import PreTrainedModel
 
 from specdec.engine.cache import SlotCache
 from specdec.engine.kernels import pack_linear_layers, packing_supported
-from specdec.errors import InvalidArgumentError, PromptError, UnsupportedCacheError
+from specdec.engine.memory import check_fits, kv_bytes_per_slot
+from specdec.errors import CacheMemoryError, InvalidArgumentError, PromptError, UnsupportedCacheError
 
 # Layer kinds whose state is a plain per-token KV list, so dropping tokens is exact.
 _ROLLBACK_LAYER_TYPES = {"full_attention", "sliding_attention"}
@@ -95,12 +96,44 @@ class Engine:
     # -- state ---------------------------------------------------------------------------------
     @torch.inference_mode()
     def reset(self, batch_size: int, capacity: int) -> None:
-        """Start a new batch; ``capacity`` slots per row (prompt + generated + one draft block)."""
+        """Start a new batch with ``capacity`` slots per row to begin with.
+
+        The cache grows when a block does not fit, so ``capacity`` is only a first guess; it is
+        capped at the context window, which no row can outgrow.
+        """
+        capacity = self.first_capacity(capacity)
+        self.check_fits(batch_size, capacity)
         self.cache = SlotCache(self.config.num_hidden_layers, capacity)
-        self.valid = torch.zeros(batch_size, capacity, dtype=torch.bool, device=self.device)
-        self.slot_pos = torch.zeros(batch_size, capacity, dtype=torch.long, device=self.device)
+        self.valid = torch.zeros(batch_size, self.cache.capacity, dtype=torch.bool, device=self.device)
+        self.slot_pos = torch.zeros(batch_size, self.cache.capacity, dtype=torch.long, device=self.device)
         self.length = 0
         self._block: tuple[int, int] = (0, 0)
+
+    def first_capacity(self, capacity: int) -> int:
+        """The slots :meth:`reset` starts with for a wish of ``capacity``: capped at the context window."""
+        if self.max_positions is not None:
+            capacity = min(capacity, self.max_positions)
+        return max(1, capacity)
+
+    def check_fits(self, rows: int, capacity: int) -> None:
+        """Raise :class:`~specdec.errors.CacheMemoryError` before allocating more than the device holds."""
+        check_fits(rows, capacity, kv_bytes_per_slot(self.config, self.model.dtype), self.device)
+
+    def start(
+        self, prompts: Sequence[Sequence[int]], *, extra_slots: int, hidden_layers: Sequence[int] = ()
+    ) -> ExtendOutput | None:
+        """Reset for ``prompts`` and prefill all but each one's last token.
+
+        The last token is the row's *pending* token, which the first decoding step feeds (alone, or
+        ahead of a draft block), so every decoder and model drafter starts the same way. ``extra_slots``
+        is the expected growth beyond the longest prompt. Returns the prefill's output (logits at each
+        row's last prefilled token; hidden states of every prefilled token, left-padded), or None when
+        every prompt is a single token.
+        """
+        self.reset(len(prompts), max(len(p) for p in prompts) + extra_slots)
+        if any(len(p) > 1 for p in prompts):
+            return self.prefill([p[:-1] for p in prompts], hidden_layers=hidden_layers)
+        return None
 
     @property
     def batch_size(self) -> int:
@@ -110,6 +143,12 @@ class Engine:
     def num_tokens(self) -> torch.Tensor:
         """Tokens held per row, which is also the position id of the row's next token."""
         return self.valid[:, : self.length].sum(1)
+
+    def room(self) -> torch.Tensor | None:
+        """Positions each row can still fill before the context window is full (None: no window)."""
+        if self.max_positions is None:
+            return None
+        return self.max_positions - self.num_tokens
 
     # -- forward -------------------------------------------------------------------------------
     @torch.inference_mode()
@@ -140,10 +179,6 @@ class Engine:
         batch, width = tokens.shape
         if batch != self.batch_size:
             raise InvalidArgumentError(f"block has {batch} rows but the engine holds {self.batch_size}")
-        if self.length + width > self.cache.capacity:
-            self.compact()
-            if self.length + width > self.cache.capacity:
-                raise PromptError(f"the cache is full ({self.cache.capacity} slots); raise its capacity")
         if token_mask is None:
             token_mask = torch.ones(batch, width, dtype=torch.bool, device=self.device)
         token_mask = token_mask.to(self.device)
@@ -155,6 +190,7 @@ class Engine:
         positions = positions.clamp(min=0)
         if self.max_positions is not None and int(positions.max()) >= self.max_positions:
             raise PromptError(f"sequence exceeds the model's context of {self.max_positions} tokens")
+        self._make_room(width)
         block |= torch.eye(width, dtype=torch.bool, device=self.device)  # padding rows attend to themselves
         past = self.valid[:, None, : self.length].expand(batch, width, self.length)
         mask = torch.cat([past, block], dim=-1)[:, None]
@@ -210,6 +246,38 @@ class Engine:
                 tokens[row, width - len(prompt) :] = torch.as_tensor(list(prompt))
                 token_mask[row, width - len(prompt) :] = True
         return self.extend(tokens, token_mask=token_mask, num_logits=1, hidden_layers=hidden_layers)
+
+    def _make_room(self, width: int) -> None:
+        """Fit a block of ``width`` slots: squeeze out rolled-back holes, then grow (doubling) if that
+        freed too little. Rows never hold more tokens than the context window, so growth is bounded
+        by it plus one block."""
+        capacity = self.cache.capacity
+        if self.length + width <= capacity:
+            return
+        if int(self.valid.sum(1).max()) < self.length:
+            self.compact()
+        needed = self.length + width
+        if needed <= capacity and capacity - needed >= capacity // 4:
+            return  # compaction freed enough; growing now would waste memory
+        target = max(needed, 2 * capacity)
+        if self.max_positions is not None:
+            target = max(needed, min(target, self.max_positions + width))
+        if target > capacity:
+            self._grow(target)
+
+    def _grow(self, capacity: int) -> None:
+        old = self.cache.capacity
+        try:
+            self.cache.grow(capacity)
+        except RuntimeError as err:  # torch's allocator failing ("can't allocate memory", CUDA OOM)
+            wanted = self.cache.nbytes() // max(1, old) * capacity
+            raise CacheMemoryError(
+                f"the KV cache could not grow to {capacity} slots for {self.batch_size} row(s) "
+                f"(~{wanted / 2**30:.1f} GiB): lower max_new_tokens, the batch size or the prompt length"
+            ) from err
+        pad = torch.zeros(self.batch_size, capacity - old, dtype=torch.bool, device=self.device)
+        self.valid = torch.cat([self.valid, pad], dim=1)
+        self.slot_pos = torch.cat([self.slot_pos, pad.long()], dim=1)
 
     # -- rollback ------------------------------------------------------------------------------
     @torch.inference_mode()

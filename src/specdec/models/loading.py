@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import json
 import os
 import re
-import shutil
 import socket
-import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,10 +20,10 @@ from urllib.parse import urlparse
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from specdec.errors import InvalidArgumentError, ModelNotFoundError, OfflineError
+from specdec.errors import InvalidArgumentError, ModelFormatError, ModelNotFoundError, OfflineError
+from specdec.models.conversion import convert_to_cache, default_cache_dir
 from specdec.models.packaged import packaged_drafts, packaged_folder
 
-SOURCE_FILE = "specdec_source.json"
 _DTYPES = {
     "float32": torch.float32,
     "fp32": torch.float32,
@@ -38,7 +34,6 @@ _DTYPES = {
 }
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _FILE_SUFFIXES = (".gguf", ".safetensors")
-Converter = Callable[[], tuple[PreTrainedModel, PreTrainedTokenizerBase]]  # loads a source for caching
 
 
 @dataclass
@@ -74,9 +69,26 @@ BUILTIN_MODELS: dict[str, BuiltinModel] = {
 }
 
 
-def default_cache_dir() -> Path:
-    env = os.environ.get("SPECDEC_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "specdec"
+def resolve_device(device: str | torch.device) -> torch.device:
+    """A device torch knows and this machine has, or a clear error (torch's own is an assertion)."""
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise InvalidArgumentError(
+            f"unknown device {device!r}; use 'cpu', 'cuda', 'cuda:N' or 'mps'"
+        ) from err
+    if resolved.type == "cpu":
+        return resolved
+    backend = getattr(torch, resolved.type, None)
+    if backend is None or not hasattr(backend, "is_available") or not backend.is_available():
+        raise InvalidArgumentError(
+            f"device {str(device)!r} is not available on this machine (torch {torch.__version__} sees "
+            f"no {resolved.type} device); use 'cpu'"
+        )
+    count = backend.device_count() if hasattr(backend, "device_count") else 1
+    if resolved.index is not None and resolved.index >= count:
+        raise InvalidArgumentError(f"device {str(device)!r} does not exist: this machine has {count}")
+    return resolved
 
 
 def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
@@ -89,53 +101,18 @@ def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
     raise InvalidArgumentError(f"unknown dtype {dtype!r}; use one of {', '.join(_DTYPES)} or a torch.dtype")
 
 
-def convert_to_cache(target: str | os.PathLike, fingerprint: dict[str, Any], convert: Converter) -> Path:
-    """Return ``target`` holding a saved HF folder, calling ``convert`` only if its fingerprint is stale.
-
-    Written to a temporary sibling and renamed into place when complete, so a crash or Ctrl-C
-    mid-conversion never leaves a half cache that a later run would trust.
-    """
-    target = Path(target)
-    wanted = json.loads(json.dumps(fingerprint, sort_keys=True))
-    if _cache_matches(target, wanted):
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    tmp.chmod(0o755)  # mkdtemp's 0700 would hide a shared cache from other users
-    try:
-        model, tokenizer = convert()
-        # GGUF-loaded models are flagged as quantized and refuse save_pretrained although their
-        # weights are already dequantized; dropping the flag saves them as plain tensors.
-        model.hf_quantizer = None
-        if "quantization_config" in model.config.__dict__:
-            del model.config.quantization_config
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        (tmp / SOURCE_FILE).write_text(json.dumps(wanted, sort_keys=True, indent=1))
-        if target.exists():  # stale cache: os.replace cannot overwrite a non-empty directory
-            os.replace(target, old := Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent)))
-            shutil.rmtree(old, ignore_errors=True)
-        try:
-            os.replace(tmp, target)
-        except OSError:
-            if not _cache_matches(target, wanted):  # not a concurrent process finishing first
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
-
-
-def _cache_matches(target: Path, wanted: dict[str, Any]) -> bool:
-    try:
-        return (target / "config.json").is_file() and json.loads((target / SOURCE_FILE).read_text()) == wanted
-    except (OSError, ValueError):
-        return False
-
-
 def _gguf_to_cache(path: Path, target: Path, fingerprint: dict[str, Any]) -> Path:
     def convert() -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
-        return model, AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+        try:
+            model = AutoModelForCausalLM.from_pretrained(
+                path.parent, gguf_file=path.name, dtype=torch.float32
+            )
+            return model, AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+        except Exception as err:  # gguf and transformers raise ValueError, struct.error, KeyError, ...
+            raise ModelFormatError(
+                f"{path} is not a GGUF model transformers can load ({type(err).__name__}: {err}); "
+                "check that the file is complete and holds a supported architecture"
+            ) from err
 
     return convert_to_cache(target, fingerprint, convert)
 
@@ -213,6 +190,8 @@ def load_model(
     With ``device_map`` (e.g. "auto") accelerate places the weights and ``device`` is ignored.
     """
     torch_dtype = resolve_dtype(dtype)
+    if device_map is None:
+        device = resolve_device(device)
     cache = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     name = os.fspath(name_or_path)
     path = Path(name).expanduser()
@@ -221,7 +200,12 @@ def load_model(
     if name in BUILTIN_MODELS:
         folder, source = _builtin_folder(BUILTIN_MODELS[name], cache), f"builtin:{name}"
     elif name in (drafts := packaged_drafts()):
-        folder, source = packaged_folder(name, drafts[name], cache), f"builtin:{name}"
+
+        def load_base(base: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+            loaded = load_model(base, cache_dir=cache)
+            return loaded.model, loaded.tokenizer
+
+        folder, source = packaged_folder(name, drafts[name], cache, load_base), f"builtin:{name}"
     elif path.is_dir():
         if not (path / "config.json").is_file():
             ggufs = sorted(path.glob("*.gguf"))

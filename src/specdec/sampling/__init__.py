@@ -1,29 +1,33 @@
-"""Sampling primitives: logits processing and the modified rejection sampler."""
+"""Sampling primitives: logits processing, keyed randomness, verification rules."""
 
+from specdec.sampling.noise import Draws, GeneratorDraws, KeyedDraws, Stream, row_keys
 from specdec.sampling.processors import (
     SamplingConfig,
+    choose_tokens,
     greedy_tokens,
+    gumbel_argmax,
     logits_to_probs,
     max_probability,
-    sample,
 )
-from specdec.sampling.rejection import (
-    Verification,
-    acceptance_probability,
-    greedy_verify,
-    rejection_sample,
-    residual_distribution,
-)
+from specdec.sampling.rejection import acceptance_probability, rejection_sample, residual_distribution
+from specdec.sampling.verification import Verification, greedy_verify, match_verify
 
 __all__ = [
+    "Draws",
+    "GeneratorDraws",
+    "KeyedDraws",
     "SamplingConfig",
+    "Stream",
     "Verification",
     "acceptance_probability",
+    "choose_tokens",
     "greedy_tokens",
     "greedy_verify",
+    "gumbel_argmax",
     "logits_to_probs",
+    "match_verify",
     "max_probability",
     "rejection_sample",
     "residual_distribution",
-    "sample",
+    "row_keys",
 ]

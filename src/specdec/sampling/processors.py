@@ -3,7 +3,8 @@
 The draft distribution p and the target distribution q must come out of the *same* pipeline, in the
 same precision, or the modified rejection sampler no longer recovers q (a draft sampled from a bf16
 distribution but scored against an fp32 one is a classic source of silent bias). Hence one function,
-``logits_to_probs``, always in float64, and one ``sample`` that takes an explicit generator.
+``logits_to_probs``, always in float64, and one way to draw from it, the Gumbel-max trick with
+noise the caller supplies (see :mod:`specdec.sampling.noise` for where that noise comes from).
 """
 
 from __future__ import annotations
@@ -29,21 +30,34 @@ class SamplingConfig:
     top_p: float = 1.0
 
     def __post_init__(self) -> None:
-        t = self.temperature
-        if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t < 0:
+        t = _as_float(self.temperature)
+        if t is None or not math.isfinite(t) or t < 0:
             raise InvalidArgumentError(
-                f"temperature must be a finite number >= 0 (0 means greedy), got {t!r}"
+                f"temperature must be a finite number >= 0 (0 means greedy), got {self.temperature!r}"
             )
         k = self.top_k
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise InvalidArgumentError(f"top_k must be an integer >= 0 (0 disables top-k), got {k!r}")
-        p = self.top_p
-        if isinstance(p, bool) or not isinstance(p, int | float) or not 0 < p <= 1:
-            raise InvalidArgumentError(f"top_p must be in (0, 1] (1 disables top-p), got {p!r}")
+        p = _as_float(self.top_p)
+        if p is None or not 0 < p <= 1:
+            raise InvalidArgumentError(f"top_p must be in (0, 1] (1 disables top-p), got {self.top_p!r}")
+        # Plain floats from here on (a huge int temperature would overflow inside torch).
+        object.__setattr__(self, "temperature", t)
+        object.__setattr__(self, "top_p", p)
 
     @property
     def greedy(self) -> bool:
         return self.temperature == 0
+
+
+def _as_float(value) -> float | None:
+    """A real number as a float; None for anything else (bools, strings, numbers too large for a float)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
 
 
 def greedy_tokens(logits: torch.Tensor) -> torch.Tensor:
@@ -73,7 +87,9 @@ def logits_to_probs(logits: torch.Tensor, config: SamplingConfig) -> torch.Tenso
     vocab = logits.shape[-1]
     if config.greedy:
         return torch.nn.functional.one_hot(logits.argmax(dim=-1), vocab).to(torch.float64)
-    logits = logits / config.temperature
+    # Shift before scaling: a tiny temperature then sends other tokens to −inf, never the top one to +inf
+    # (inf − inf would turn the distribution into NaNs).
+    logits = (logits - logits.max(dim=-1, keepdim=True).values) / config.temperature
     if 0 < config.top_k < vocab:
         values, indices = torch.topk(logits, config.top_k, dim=-1)
         kept = _nucleus(torch.softmax(values, dim=-1), config.top_p)
@@ -100,16 +116,21 @@ def _nucleus(sorted_probs: torch.Tensor, top_p: float) -> torch.Tensor:
     return kept / kept.sum(dim=-1, keepdim=True)
 
 
-def sample(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-    """One token per leading index, drawn with ``generator`` only.
+def gumbel_argmax(probs: torch.Tensor, gumbel: torch.Tensor) -> torch.Tensor:
+    """argmax(log p + G): a draw from ``probs`` when ``G`` is i.i.d. standard Gumbel (the Gumbel-max trick).
 
-    Seeding is the caller's job: reseeding in here would make every draw of a decoding loop identical.
-    ``torch.multinomial`` is used rather than a hand-rolled exponential or inverse-CDF trick, whose edge
-    cases (a zero draw, a cumulative sum that rounds past 1) are how peers lost token 0 or picked
-    zero-probability tokens.
+    A zero-probability token scores log 0 = −inf and is never drawn; token 0 is an index like any other.
+    Unlike inverse-CDF tricks there is no cumulative sum that can round past 1, and unlike a
+    generator stream the draw is a pure function of the noise, which callers key by token position.
     """
-    leading = probs.shape[:-1]
-    flat = probs.reshape(-1, probs.shape[-1])
-    if flat.shape[0] == 0:
-        return torch.zeros(leading, dtype=torch.long, device=probs.device)
-    return torch.multinomial(flat, 1, generator=generator).reshape(leading)
+    return (probs.to(torch.float64).log() + gumbel).argmax(dim=-1)
+
+
+def choose_tokens(logits: torch.Tensor, config: SamplingConfig, gumbel: torch.Tensor | None) -> torch.Tensor:
+    """A model's own choice at each position: the argmax when greedy, else the Gumbel-max draw from its
+    sampling distribution (``gumbel`` shaped like ``logits``; unused, and may be None, when greedy)."""
+    if config.greedy:
+        return greedy_tokens(logits)
+    if gumbel is None:
+        raise ValueError("sampling needs Gumbel noise")
+    return gumbel_argmax(logits_to_probs(logits, config), gumbel.to(logits.device))

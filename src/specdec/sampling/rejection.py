@@ -6,19 +6,24 @@ first rejection a *resampled* token is drawn from the residual norm(max(0, q - p
 accepted, a *bonus* token is drawn from the target's distribution after the last draft token. Every
 emitted token is then distributed exactly as q.
 
-Everything runs in float64 with an explicit generator. Accept tests and the resample/bonus draw use
+Everything runs in float64 with explicit randomness. Accept tests and the resample/bonus draw use
 separate random draws: reusing the uniform that caused a rejection to pick the resampled token biases it
 (that uniform is known to lie in [min(1, q/p), 1)).
+
+Its acceptance, Σ min(p, q) per token, is the highest any lossless rule can have, but its output
+depends on the draft tokens: the same seed gives different texts with different drafters or γ
+schedules. :func:`specdec.sampling.verification.match_verify` with Gumbel-coupled choices gives up
+a little acceptance for texts that depend on the seed alone.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from specdec.errors import InvalidArgumentError
-from specdec.sampling.processors import sample
+from specdec.sampling.noise import Draws, GeneratorDraws, Stream
+from specdec.sampling.processors import gumbel_argmax
+from specdec.sampling.verification import Verification, check_draft, check_lengths
 
 
 def acceptance_probability(p_token: torch.Tensor, q_token: torch.Tensor) -> torch.Tensor:
@@ -47,23 +52,11 @@ def residual_distribution(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return torch.where(mass > 0, residual / torch.where(mass > 0, mass, torch.ones_like(mass)), q64)
 
 
-@dataclass
-class Verification:
-    """Outcome of verifying one block of γ draft tokens per row.
-
-    Each row emits ``num_accepted`` draft tokens followed by ``next_tokens`` (resampled if
-    ``num_accepted < γ``, bonus if ``num_accepted == γ``), so every step makes progress.
-    """
-
-    num_accepted: torch.Tensor
-    next_tokens: torch.Tensor
-
-
 def rejection_sample(
     draft_tokens: torch.Tensor,
     p: torch.Tensor,
     q: torch.Tensor,
-    generator: torch.Generator | None = None,
+    draws: Draws | torch.Generator | None = None,
     draft_lengths: torch.Tensor | None = None,
 ) -> Verification:
     """Accept/resample/bonus for a batch; the emitted tokens are distributed exactly as q.
@@ -73,75 +66,44 @@ def rejection_sample(
     positions plus the one after the last draft token). Vectorised over the batch and over γ: the
     accepted prefix is the cumulative product of the per-position accept tests.
 
+    ``draws`` supplies the randomness: the decoders pass keyed draws (one uniform per position from the
+    ``ACCEPT`` stream, the resample or bonus token from the ``REDRAW`` stream at its own position); a
+    ``torch.Generator`` (or None, the global one) draws in call order, for vectorised use.
+
     ``draft_lengths`` [B] lets rows propose fewer than γ tokens (a lookup drafter may find fewer):
     positions past a row's length are never accepted, and a row that accepts all of its own draft
     takes its bonus token from q at that position, exactly as if its γ were its length.
     """
     _check_shapes(draft_tokens, p, q)
+    if draws is None or isinstance(draws, torch.Generator):
+        draws = GeneratorDraws(draws)
     batch, gamma = draft_tokens.shape
     p64, q64 = p.to(torch.float64), q.to(torch.float64)
     index = draft_tokens.long().unsqueeze(-1)
     p_draft = p64.gather(-1, index).squeeze(-1)
     q_draft = q64[:, :gamma].gather(-1, index).squeeze(-1)
 
-    uniforms = torch.rand(batch, gamma, dtype=torch.float64, device=p64.device, generator=generator)
+    rows = torch.arange(batch).repeat_interleave(gamma)
+    offsets = torch.arange(gamma).repeat(batch)
+    uniforms = draws.uniform(offsets, rows, Stream.ACCEPT).reshape(batch, gamma).to(p64.device)
     accepted = uniforms < acceptance_probability(p_draft, q_draft)
-    lengths = _lengths(draft_lengths, batch, gamma, p64.device)
+    lengths = check_lengths(draft_lengths, batch, gamma).to(p64.device)
     accepted &= torch.arange(gamma, device=p64.device) < lengths[:, None]
     num_accepted = accepted.long().cumprod(dim=-1).sum(dim=-1)
 
-    rows = torch.arange(batch, device=p64.device)
-    q_next = q64[rows, num_accepted]
+    index = torch.arange(batch, device=p64.device)
+    q_next = q64[index, num_accepted]
     # Rows that accepted their whole draft take the bonus from q at that position; the residual
     # computed for them (against whatever p holds there) is discarded.
-    residual = residual_distribution(p64[rows, num_accepted.clamp(max=gamma - 1)], q_next)
+    residual = residual_distribution(p64[index, num_accepted.clamp(max=gamma - 1)], q_next)
     bonus = (num_accepted == lengths).unsqueeze(-1)
-    next_tokens = sample(torch.where(bonus, q_next, residual), generator)
-    return Verification(num_accepted=num_accepted, next_tokens=next_tokens)
-
-
-def greedy_verify(
-    draft_tokens: torch.Tensor, target_tokens: torch.Tensor, draft_lengths: torch.Tensor | None = None
-) -> Verification:
-    """Greedy verification: accept the longest prefix on which the draft equals the target's argmax.
-
-    This is rejection sampling with one-hot p and q, written without distributions so greedy decoding
-    stays bit-exact and never touches a random generator.
-    """
-    _check_draft(draft_tokens)
-    batch, gamma = draft_tokens.shape
-    if tuple(target_tokens.shape) != (batch, gamma + 1):
-        raise InvalidArgumentError(
-            f"target_tokens must be [B, γ+1] = {(batch, gamma + 1)} for draft_tokens "
-            f"{tuple(draft_tokens.shape)}, got {tuple(target_tokens.shape)}"
-        )
-    matches = draft_tokens == target_tokens[:, :gamma]
-    lengths = _lengths(draft_lengths, batch, gamma, draft_tokens.device)
-    matches &= torch.arange(gamma, device=draft_tokens.device) < lengths[:, None]
-    num_accepted = matches.long().cumprod(dim=-1).sum(dim=-1)
-    next_tokens = target_tokens.gather(1, num_accepted.unsqueeze(1)).squeeze(1).long()
-    return Verification(num_accepted=num_accepted, next_tokens=next_tokens)
-
-
-def _lengths(draft_lengths: torch.Tensor | None, batch: int, gamma: int, device) -> torch.Tensor:
-    if draft_lengths is None:
-        return torch.full((batch,), gamma, dtype=torch.long, device=device)
-    lengths = draft_lengths.to(device=device, dtype=torch.long)
-    if tuple(lengths.shape) != (batch,) or bool(((lengths < 0) | (lengths > gamma)).any()):
-        raise InvalidArgumentError(f"draft_lengths must be [B] = [{batch}] with values in [0, {gamma}]")
-    return lengths
-
-
-def _check_draft(draft_tokens: torch.Tensor) -> None:
-    shape = tuple(draft_tokens.shape)
-    if draft_tokens.dim() != 2 or shape[1] < 1:
-        raise InvalidArgumentError(f"draft_tokens must be [B, γ] with γ >= 1, got {shape}")
-    if draft_tokens.is_floating_point() or draft_tokens.is_complex():
-        raise InvalidArgumentError(f"draft_tokens must hold integer token ids, got {draft_tokens.dtype}")
+    gumbel = draws.gumbel(num_accepted.cpu(), q64.shape[-1], torch.arange(batch), Stream.REDRAW)
+    next_token = gumbel_argmax(torch.where(bonus, q_next, residual), gumbel.to(p64.device))
+    return Verification(num_accepted=num_accepted, next_token=next_token)
 
 
 def _check_shapes(draft_tokens: torch.Tensor, p: torch.Tensor, q: torch.Tensor) -> None:
-    _check_draft(draft_tokens)
+    check_draft(draft_tokens)
     batch, gamma = draft_tokens.shape
     if p.dim() != 3 or tuple(p.shape[:2]) != (batch, gamma):
         raise InvalidArgumentError(

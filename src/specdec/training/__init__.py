@@ -4,6 +4,7 @@ from specdec.training.alignment import AlignmentExample, generate_alignment_data
 from specdec.training.data import fixed_windows, read_documents, sample_windows, split_stream, tokenize_stream
 from specdec.training.draft_model import DraftShape, build_draft, default_init_layers
 from specdec.training.evaluate import evaluate_draft
+from specdec.training.export import export_draft
 from specdec.training.losses import cross_entropy, distillation, mixed_loss
 from specdec.training.trainer import PRESETS, TrainConfig, evaluate, train_draft
 
@@ -18,6 +19,7 @@ __all__ = [
     "distillation",
     "evaluate",
     "evaluate_draft",
+    "export_draft",
     "fixed_windows",
     "generate_alignment_data",
     "load_prompts",

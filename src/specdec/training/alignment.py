@@ -91,7 +91,7 @@ def generate_alignment_data(
     examples = []
     for start in range(0, len(prompts), batch_size):
         batch = list(prompts[start : start + batch_size])
-        out = pipeline.generate(batch, max_new_tokens=max_new_tokens, chat=True, speculative=False)
+        out = pipeline.generate(batch, method="plain", max_new_tokens=max_new_tokens, chat=True)
         for prompt, answer in zip(batch, out.token_ids, strict=True):
             examples.append(AlignmentExample(pipeline.encode(prompt, chat=True), answer))
         if progress is not None:

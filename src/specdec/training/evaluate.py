@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from specdec.decoders import SpeculativeSampling
 from specdec.drafters import ModelDrafter
 from specdec.pipeline import Pipeline
 from specdec.training.trainer import evaluate
@@ -38,7 +39,9 @@ def evaluate_draft(
         accepted = proposed = new = steps = 0
         answers = []
         for prompt in prompts:
-            out = pipe.generate(prompt, max_new_tokens=max_new_tokens, gamma=gamma, chat=True)
+            out = pipe.generate(
+                prompt, method=SpeculativeSampling(gamma), max_new_tokens=max_new_tokens, chat=True
+            )
             s = out.stats
             accepted, proposed = accepted + s.accepted_tokens, proposed + s.proposed_tokens
             new, steps = new + s.new_tokens, steps + s.row_steps

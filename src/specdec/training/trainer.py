@@ -21,9 +21,9 @@ from accelerate import Accelerator
 from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
-from specdec.drafters.derived import truncated_copy
-from specdec.drafters.model import check_same_vocabulary
 from specdec.errors import InvalidArgumentError
+from specdec.models.surgery import truncated_copy
+from specdec.models.vocabulary import check_same_vocabulary
 from specdec.training.alignment import AlignmentExample
 from specdec.training.data import fixed_windows, sample_windows
 from specdec.training.losses import check_distill_params, cross_entropy, distillation, mixed_loss

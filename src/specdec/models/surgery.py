@@ -1,0 +1,68 @@
+"""Structural copies of a model: truncated to its first layers, or in a lower precision.
+
+Every copy shares the tensors it does not change with the original, so deriving a draft from a
+135M-parameter target costs no memory for the shared embeddings and layers, and the original is
+never modified (its config included).
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import torch
+from torch import nn
+from transformers import PreTrainedModel
+
+from specdec.errors import InvalidArgumentError
+
+PRECISIONS = ("int8", "bf16", "fp16")
+
+
+def shallow_copy(model: PreTrainedModel) -> PreTrainedModel:
+    """A structural copy sharing every tensor, so converting or cutting it leaves ``model`` untouched."""
+    shared = {id(t): t for t in [*model.parameters(), *model.buffers()]}
+    return copy.deepcopy(model, memo=shared)
+
+
+def decoder_layers(model: nn.Module) -> nn.ModuleList:
+    """The model's stack of decoder layers, whatever its architecture names it."""
+    base = getattr(model, "base_model", model)
+    for name in ("layers", "h", "blocks"):
+        layers = getattr(base, name, None)
+        if isinstance(layers, nn.ModuleList):
+            return layers
+    raise InvalidArgumentError(f"cannot find the decoder layers of {type(model).__name__}")
+
+
+def check_truncation(model: PreTrainedModel, num_layers: int) -> None:
+    """A truncated model keeps at least one layer and drops at least one."""
+    total = model.config.num_hidden_layers
+    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or not 1 <= num_layers < total:
+        raise InvalidArgumentError(f"num_layers must be an integer in [1, {total - 1}], got {num_layers!r}")
+
+
+def truncated_copy(model: PreTrainedModel, num_layers: int) -> PreTrainedModel:
+    """The first ``num_layers`` decoder layers with the model's embeddings, final norm and head."""
+    check_truncation(model, num_layers)
+    short = shallow_copy(model)  # the copy gets its own config object, edited below
+    del decoder_layers(short)[num_layers:]
+    short.config.num_hidden_layers = num_layers
+    if getattr(short.config, "layer_types", None):
+        short.config.layer_types = short.config.layer_types[:num_layers]
+    return short
+
+
+def reduced_precision_copy(model: PreTrainedModel, precision: str) -> PreTrainedModel:
+    """The model in int8 (dynamic quantisation of its linears), bf16 or fp16."""
+    if precision not in PRECISIONS:
+        raise InvalidArgumentError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if precision == "int8":
+        # Dynamic int8: weights stored as int8, activations quantised per call (fbgemm on x86).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return torch.ao.quantization.quantize_dynamic(
+                shallow_copy(model), {nn.Linear}, dtype=torch.qint8, inplace=True
+            )
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    return copy.deepcopy(model).to(dtype)

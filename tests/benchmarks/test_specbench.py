@@ -46,7 +46,7 @@ def test_bench_runs_every_method_and_writes_reports(tmp_path, tiny_model_dir):
     assert [m for m in report["summary"] if not m.startswith("_")] == methods
     assert len(report["records"]) == 3 * len(methods)
     # greedy: every method reproduces HF's plain greedy output on every prompt
-    assert all(report["summary"][m]["identical_to_greedy"] == 1.0 for m in methods)
+    assert all(report["summary"][m]["identical_to_reference"] == 1.0 for m in methods)
     assert 0.0 <= report["summary"]["ours-sps[first-1]"]["alpha"] <= 1.0
     table = md.read_text()
     assert "| ours-sps[first-1] |" in table and "speedup vs HF plain" in table and "bootstrap" in table
@@ -58,6 +58,26 @@ def test_bench_runs_every_method_and_writes_reports(tmp_path, tiny_model_dir):
     # interleaved per prompt, each prompt starting with a different method
     firsts = [report["records"][i * len(methods)]["method"] for i in range(3)]
     assert len(set(firsts)) == 3
+
+
+def test_sampled_bench_compares_verify_rules_against_seeded_plain_decoding(tmp_path, tiny_model_dir):
+    questions = write_questions(tmp_path / "q.jsonl", per_category=1)
+    out, md = tmp_path / "bench.json", tmp_path / "BENCH.md"
+    args = (
+        f"bench --model {tiny_model_dir} --drafters first-1 --heuristic-for none --temperature 0.9 "
+        f"--verify coupled,rejection --spec-bench {questions} --per-task 1 --limit 3 --max-new-tokens 8 "
+        f"--out {out} --markdown {md}"
+    ).split()
+    assert main(args) == 0
+    summary = json.loads(out.read_text())["summary"]
+    assert [m for m in summary if not m.startswith("_")] == [
+        "ours-plain",
+        "ours-sps[first-1]",
+        "ours-sps[first-1, rejection]",
+    ]  # no HF baselines when sampling
+    assert summary["_reference"] == "ours-plain"
+    assert summary["ours-sps[first-1]"]["identical_to_reference"] == 1.0  # coupled: same seed, same text
+    assert "sampled: temperature 0.9" in md.read_text()
 
 
 def test_missing_prompts_file_is_a_clear_error(tmp_path, tiny_model_dir, capsys):

@@ -3,7 +3,10 @@ import torch
 
 from conftest import PROMPTS
 from specdec.decoders import SpeculativeSampling, StopCriteria
+from specdec.drafters import PromptLookupDrafter
 from specdec.errors import InvalidArgumentError
+from specdec.pipeline import Pipeline
+from tiny import make_gpt2
 
 
 def test_stop_criteria_unit():
@@ -32,25 +35,28 @@ def test_eos_and_stop_strings_end_rows_like_plain_decoding(cached, tok, method):
     assert out.token_ids[0] == free[: free.index(stop_token) + 1]
 
 
-def test_a_stop_string_given_as_a_str_is_one_string(cached, tok):
+def test_a_stop_string_given_as_a_str_is_one_string(tok):
     """Regression: stop="ab" used to be split into the characters "a" and "b"."""
-    free = cached.plain(PROMPTS[0], max_new_tokens=20).token_ids[0]
+    pipe = Pipeline(make_gpt2(len(tok), seed=0, layers=4), tok, drafter=PromptLookupDrafter())  # varied text
+    free = pipe.generate(PROMPTS[1], method="plain", max_new_tokens=30).token_ids[0]
     text = tok.decode(free)
-    # Three printable characters late in the text, one of which already occurred earlier: as separate
-    # characters they would have stopped the row there.
+    # Printable characters first found late in the text, one of which already occurred earlier: as
+    # separate characters they would have stopped the row there, before the string itself.
     start = next(
         i
-        for i in range(len(text) // 2, len(text) - 3)
-        if (window := text[i : i + 3]).isascii()
+        for i in range(len(text) // 3, len(text) - 2)
+        if (window := text[i : i + 2]).isascii()
         and window.isprintable()
+        and text.find(window) == i
         and any(c in text[:i] for c in window)
     )
-    stop = text[start : start + 3]
-    out = cached.pipe("self").generate(PROMPTS[0], max_new_tokens=20, stop=stop)
-    kept = out.token_ids[0]
-    assert out.finish_reasons == ["stop_string"]
-    assert stop in tok.decode(kept) and stop not in tok.decode(kept[:-1])  # stopped where it completed
-    assert out.token_ids == cached.pipe("self").generate(PROMPTS[0], max_new_tokens=20, stop=[stop]).token_ids
+    stop = text[start : start + 2]
+    for method in ("plain", SpeculativeSampling(3)):
+        out = pipe.generate(PROMPTS[1], method=method, max_new_tokens=30, stop=stop)
+        kept = out.token_ids[0]
+        assert out.finish_reasons == ["stop_string"]
+        assert stop in tok.decode(kept) and stop not in tok.decode(kept[:-1])  # stopped where it completed
+        assert kept == pipe.generate(PROMPTS[1], method=method, max_new_tokens=30, stop=[stop]).token_ids[0]
 
 
 @pytest.mark.parametrize("stop", ["", [""], ["x", ""], [None], [3], 7])

@@ -34,6 +34,7 @@ class BenchMethod:
     kind: str  # "hf-plain", "hf-assisted", "plain" or "sps"
     drafter: str | None = None
     gamma: str = "adaptive"
+    verify: str = "coupled"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,6 +49,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="drafters also run with HF's +2/-1 γ rule, to compare with the adaptive policy",
     )
     parser.add_argument("--no-hf", action="store_true", help="skip the HF transformers baselines")
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        help="0: greedy (default); > 0: sampled, seeded per prompt, without the HF baselines",
+    )
+    parser.add_argument("--top-p", type=float, default=1.0)
+    parser.add_argument(
+        "--verify",
+        default="coupled",
+        help="SpS verify rules to run when sampling: coupled, rejection or both",
+    )
     parser.add_argument("--spec-bench", type=Path, default=None, help="path to Spec-Bench question.jsonl")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/specbench.json"))
     parser.add_argument("--markdown", type=Path, default=Path("BENCHMARKS.md"))
@@ -61,13 +74,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def plan_methods(drafters: list[str], heuristic_for: list[str], with_hf: bool) -> list[BenchMethod]:
+def plan_methods(
+    drafters: list[str], heuristic_for: list[str], with_hf: bool, verify: tuple[str, ...] = ("coupled",)
+) -> list[BenchMethod]:
     methods = [BenchMethod("hf-plain", "hf-plain")] if with_hf else []
     methods += [BenchMethod("ours-plain", "plain")]
     for spec in drafters:
         if with_hf:
             methods.append(BenchMethod(f"hf-assisted[{spec}]", "hf-assisted", spec))
-        methods.append(BenchMethod(f"ours-sps[{spec}]", "sps", spec))
+        for rule in verify:
+            suffix = "" if rule == "coupled" else f", {rule}"
+            methods.append(BenchMethod(f"ours-sps[{spec}{suffix}]", "sps", spec, verify=rule))
         if spec in heuristic_for:
             methods.append(BenchMethod(f"ours-sps[{spec}, +2/-1]", "sps", spec, "heuristic"))
     return methods
@@ -82,22 +99,25 @@ def rotated(methods: list[BenchMethod], turn: int) -> list[BenchMethod]:
 class Runner:
     """Holds the models and drafters once; runs one method on one prompt."""
 
-    def __init__(self, model, tokenizer, drafter_specs: list[str], cache_dir):
-        self.model, self.tokenizer = model, tokenizer
+    def __init__(self, model, tokenizer, drafter_specs: list[str], cache_dir, sampling: dict):
+        self.model, self.tokenizer, self.sampling = model, tokenizer, sampling
         self.pipe = Pipeline(model, tokenizer)
         self.drafters = {
             spec: make_drafter(spec, model, tokenizer, cache_dir=cache_dir) for spec in drafter_specs
         }
 
-    def run(self, method: BenchMethod, prompt_ids: list[int], max_new_tokens: int) -> dict:
+    def run(self, method: BenchMethod, prompt_ids: list[int], max_new_tokens: int, seed: int = 0) -> dict:
         if method.kind.startswith("hf"):
             return self._run_hf(method, prompt_ids, max_new_tokens)
         if method.kind == "plain":
             pipe, decoding = self.pipe, PlainDecoding()
         else:
             pipe = self.pipe.with_drafter(self.drafters[method.drafter])
-            decoding = SpeculativeSampling(int(method.gamma) if method.gamma.isdigit() else method.gamma)
-        out = pipe.generate(prompt_ids, method=decoding, max_new_tokens=max_new_tokens)
+            gamma = int(method.gamma) if method.gamma.isdigit() else method.gamma
+            decoding = SpeculativeSampling(gamma, method.verify)
+        out = pipe.generate(
+            prompt_ids, method=decoding, max_new_tokens=max_new_tokens, seed=seed, **self.sampling
+        )
         return {"tokens": out.token_ids[0], "time": out.stats.total_time, "stats": out.stats.as_dict()}
 
     def _run_hf(self, method: BenchMethod, prompt_ids: list[int], max_new_tokens: int) -> dict:
@@ -125,8 +145,13 @@ def run_from_args(args: argparse.Namespace) -> dict:
     prompts = load_spec_bench(path, args.per_task)[: args.limit]
     loaded = load_model(args.model, cache_dir=args.cache_dir)
     drafters = [d for d in args.drafters.split(",") if d]
-    methods = plan_methods(drafters, [d for d in args.heuristic_for.split(",") if d], not args.no_hf)
-    runner = Runner(loaded.model, loaded.tokenizer, drafters, args.cache_dir)
+    sampled = args.temperature > 0
+    sampling = {"temperature": args.temperature, "top_p": args.top_p} if sampled else {}
+    verify = tuple(v for v in args.verify.split(",") if v) if sampled else ("coupled",)
+    # HF samples with its own random stream: its texts and speed under sampling are not comparable.
+    with_hf = not args.no_hf and not sampled
+    methods = plan_methods(drafters, [d for d in args.heuristic_for.split(",") if d], with_hf, verify)
+    runner = Runner(loaded.model, loaded.tokenizer, drafters, args.cache_dir, sampling)
     encode = loaded.tokenizer.apply_chat_template
     warm = encode([{"role": "user", "content": "Hello!"}], add_generation_prompt=True, tokenize=True)
     warm = list(warm["input_ids"] if hasattr(warm, "keys") else warm)
@@ -144,7 +169,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
             ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
             for method in rotated(methods, turn):
                 progress.update(task, description=f"prompt {turn + 1}/{len(prompts)} {method.name}")
-                result = runner.run(method, ids, args.max_new_tokens)
+                result = runner.run(method, ids, args.max_new_tokens, seed=prompt["question_id"])
                 records.append({"method": method.name, **prompt, "prompt_tokens": len(ids), **result})
                 progress.advance(task)
 
@@ -156,7 +181,11 @@ def run_from_args(args: argparse.Namespace) -> dict:
             "prompts": len(prompts),
             "per_task": args.per_task,
             "max_new_tokens": args.max_new_tokens,
-            "decoding": "greedy",
+            "decoding": (
+                f"sampled: temperature {args.temperature}, top-p {args.top_p}, seed = question id"
+                if sampled
+                else "greedy"
+            ),
             "spec_bench": str(path),
         },
         "summary": summarize(records, [m.name for m in methods]),

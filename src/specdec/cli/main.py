@@ -86,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # the CLI shows its own status; transformers' bar per model is noise
     try:
         if args.command == "bench":
             from specdec.benchmarks.specbench import run_from_args

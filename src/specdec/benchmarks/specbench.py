@@ -66,6 +66,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--markdown", type=Path, default=Path("BENCHMARKS.md"))
     parser.add_argument("--cache-dir", default=None)
     parser.add_argument(
+        "--from-json",
+        type=Path,
+        default=None,
+        help="re-summarise a results file (no runs) and rewrite its markdown",
+    )
+    parser.add_argument(
         "--eval-report",
         type=Path,
         action="append",
@@ -141,6 +147,12 @@ class Runner:
 
 
 def run_from_args(args: argparse.Namespace) -> dict:
+    if args.from_json:
+        report = json.loads(args.from_json.read_text())
+        methods = [name for name in report["summary"] if not name.startswith("_")]
+        report["summary"] = summarize(report["records"], methods)
+        report["json_path"] = str(args.from_json)
+        return _write(report, args.from_json, args.markdown)
     path = args.spec_bench or spec_bench_path()
     prompts = load_spec_bench(path, args.per_task)[: args.limit]
     loaded = load_model(args.model, cache_dir=args.cache_dir)
@@ -190,10 +202,15 @@ def run_from_args(args: argparse.Namespace) -> dict:
         },
         "summary": summarize(records, [m.name for m in methods]),
         "draft_evals": [json.loads(path.read_text()) | {"file": str(path)} for path in args.eval_report],
+        "json_path": str(args.out),
         "records": records,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1))
-    write_markdown(report, args.markdown)
-    print(args.markdown.read_text())
+    return _write(report, args.out, args.markdown)
+
+
+def _write(report: dict, out: Path, markdown: Path) -> dict:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1))
+    write_markdown(report, markdown)
+    print(markdown.read_text())
     return report

@@ -58,6 +58,9 @@ def test_bench_runs_every_method_and_writes_reports(tmp_path, tiny_model_dir):
     # interleaved per prompt, each prompt starting with a different method
     firsts = [report["records"][i * len(methods)]["method"] for i in range(3)]
     assert len(set(firsts)) == 3
+    md.unlink()
+    assert main(["bench", "--from-json", str(out), "--markdown", str(md)]) == 0  # re-rendered, nothing re-run
+    assert md.read_text() == table
 
 
 def test_sampled_bench_compares_verify_rules_against_seeded_plain_decoding(tmp_path, tiny_model_dir):

@@ -15,13 +15,13 @@ from specdec.training import (
     distillation,
     evaluate,
     fixed_windows,
-    generate_alignment_data,
+    generate_answers,
     read_documents,
     split_stream,
     tokenize_stream,
     train_draft,
 )
-from specdec.training import alignment as alignment_module
+from specdec.training import answers as answers_module
 from tiny import make_gpt2, make_llama, make_tokenizer
 
 SHAKESPEARE = Path(__file__).resolve().parents[2].parent / "shared/data/train/tinyshakespeare/input.txt"
@@ -129,10 +129,8 @@ def test_resume_reproduces_an_uninterrupted_run(tmp_path, tok, target, streams):
 def test_alignment_data_is_deterministic_and_cached(tmp_path, tok, target, monkeypatch):
     pipe = Pipeline(target, tok)
     prompts = ["the quick brown fox", "def add(a, b):", "Once upon a time"]
-    first = generate_alignment_data(pipe, prompts, source="tiny", max_new_tokens=6, cache_dir=tmp_path)
-    fresh = generate_alignment_data(
-        pipe, prompts, source="tiny", max_new_tokens=6, cache_dir=tmp_path / "again"
-    )
+    first = generate_answers(pipe, prompts, source="tiny", max_new_tokens=6, cache_dir=tmp_path)
+    fresh = generate_answers(pipe, prompts, source="tiny", max_new_tokens=6, cache_dir=tmp_path / "again")
     assert [e.answer_ids for e in first] == [e.answer_ids for e in fresh]
     assert all(len(e.answer_ids) == 6 for e in first)
     assert first[0].prompt_ids == pipe.encode(prompts[0], chat=True)
@@ -140,10 +138,10 @@ def test_alignment_data_is_deterministic_and_cached(tmp_path, tok, target, monke
     def fail(*args, **kwargs):
         raise AssertionError("cache miss: generation ran again")
 
-    monkeypatch.setattr(alignment_module.Pipeline, "generate", fail)
-    cached = generate_alignment_data(pipe, prompts, source="tiny", max_new_tokens=6, cache_dir=tmp_path)
+    monkeypatch.setattr(answers_module.Pipeline, "generate", fail)
+    cached = generate_answers(pipe, prompts, source="tiny", max_new_tokens=6, cache_dir=tmp_path)
     assert [e.__dict__ for e in cached] == [e.__dict__ for e in first]
-    assert len(list(tmp_path.glob("alignment-*.jsonl"))) == 1
+    assert len(list(tmp_path.glob("answers-*.jsonl"))) == 1
 
 
 def answer_ce(model, examples) -> float:
@@ -160,7 +158,7 @@ def answer_ce(model, examples) -> float:
 def test_alignment_only_training(tmp_path, tok, target):
     """Without a corpus, the draft learns the target's own answers: their CE falls by a wide margin."""
     pipe = Pipeline(target, tok)
-    data = generate_alignment_data(
+    data = generate_answers(
         pipe, ["the quick", "def f():"], source="tiny", max_new_tokens=8, cache_dir=tmp_path
     )
     draft = build_draft(target, DraftShape(1, init="fresh"), seed=2)
@@ -242,3 +240,29 @@ def test_evaluate_runs_without_dropout_and_restores_modes(tok):
     first, second = evaluate(draft, target, windows), evaluate(draft, target, windows)
     assert first == second
     assert not draft.training and target.training
+
+
+def test_answers_resume_after_an_interruption(tmp_path, tok, target, monkeypatch):
+    """A run killed mid-file (a torn last line) resumes: the complete answers are kept, the rest
+    generated, and the result equals an uninterrupted run."""
+    pipe = Pipeline(target, tok)
+    prompts = ["the quick brown fox", "def add(a, b):", "Once upon a time", "speculative decoding", "a small"]
+    kwargs = dict(source="tiny", max_new_tokens=5, batch_size=2)
+    full = generate_answers(pipe, prompts, cache_dir=tmp_path / "full", **kwargs)
+    (path,) = (tmp_path / "full").glob("answers-*.jsonl")
+    lines = path.read_text().splitlines(keepends=True)
+    torn = tmp_path / "torn"
+    torn.mkdir()
+    (torn / path.name).write_text("".join(lines[:3]) + lines[3][:10])  # 3 complete answers and a torn one
+    calls = []
+    original = answers_module.Pipeline.generate
+
+    def counting(self, batch, **kw):
+        calls.append(len(batch))
+        return original(self, batch, **kw)
+
+    monkeypatch.setattr(answers_module.Pipeline, "generate", counting)
+    resumed = generate_answers(pipe, prompts, cache_dir=torn, **kwargs)
+    assert [a.__dict__ for a in resumed] == [a.__dict__ for a in full]
+    assert calls == [2]  # the 4th and 5th prompts: one batch, generated again
+    assert (torn / path.name).read_text() == path.read_text()

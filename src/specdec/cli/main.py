@@ -81,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_sweep_arguments(sweep.add_parser("bild", help="BiLD (α_FB, α_RB) grid vs plain and SpS"))
     add_eval_arguments(sub.add_parser("eval-draft", help="agreement, α and SpS tokens/call of a draft"))
+    data = sub.add_parser("data", help="training data").add_subparsers(dest="what", required=True)
+    from specdec.cli.data import add_answers_arguments
+
+    add_answers_arguments(data.add_parser("answers", help="the target's own answers to prompts, cached"))
     return parser
 
 
@@ -98,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
             from specdec.benchmarks.bild_sweep import run_from_args as run_sweep
 
             run_sweep(args)
+        elif args.command == "data":
+            from specdec.cli.data import run_answers
+
+            run_answers(args)
         elif args.command in ("train", "eval-draft"):
             from specdec.cli.train import run_eval, run_export, run_train
 

@@ -99,7 +99,7 @@ def run_train(args: argparse.Namespace) -> Path:
         DraftShape,
         TrainConfig,
         build_draft,
-        generate_alignment_data,
+        generate_answers,
         load_prompts,
         read_documents,
         split_stream,
@@ -140,15 +140,15 @@ def run_train(args: argparse.Namespace) -> Path:
         train_stream, heldout = split_stream(tokenize_stream(docs, target.tokenizer), args.heldout_fraction)
     alignment = None
     if args.align:
-        prompts = [p for spec in args.align for p in load_prompts(spec, args.align_count, args.seed)]
+        prompts = [p for spec in args.align for p in load_prompts(spec, args.align_count)]
         cache = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
         with tqdm(total=len(prompts), desc="alignment answers (cached once)") as bar:
-            alignment = generate_alignment_data(
+            alignment = generate_answers(
                 Pipeline(target.model, target.tokenizer),
                 prompts,
                 source=target.source,
                 max_new_tokens=args.align_max_new_tokens,
-                cache_dir=cache / "alignment",
+                cache_dir=cache / "answers",
                 progress=bar.update,
             )
     if not args.corpus and not args.align:

@@ -1,6 +1,6 @@
 """Training drafts: data, losses, draft construction, alignment data, the trainer, evaluation."""
 
-from specdec.training.alignment import AlignmentExample, generate_alignment_data, load_prompts
+from specdec.training.answers import TargetAnswer, generate_answers, load_prompts
 from specdec.training.data import fixed_windows, read_documents, sample_windows, split_stream, tokenize_stream
 from specdec.training.draft_model import DraftShape, build_draft, default_init_layers
 from specdec.training.evaluate import evaluate_draft
@@ -10,8 +10,8 @@ from specdec.training.trainer import PRESETS, TrainConfig, evaluate, train_draft
 
 __all__ = [
     "PRESETS",
-    "AlignmentExample",
     "DraftShape",
+    "TargetAnswer",
     "TrainConfig",
     "build_draft",
     "cross_entropy",
@@ -21,7 +21,7 @@ __all__ = [
     "evaluate_draft",
     "export_draft",
     "fixed_windows",
-    "generate_alignment_data",
+    "generate_answers",
     "load_prompts",
     "mixed_loss",
     "read_documents",

@@ -24,7 +24,7 @@ from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokeni
 from specdec.errors import InvalidArgumentError
 from specdec.models.surgery import truncated_copy
 from specdec.models.vocabulary import check_same_vocabulary
-from specdec.training.alignment import AlignmentExample
+from specdec.training.answers import TargetAnswer
 from specdec.training.data import fixed_windows, sample_windows
 from specdec.training.losses import check_distill_params, cross_entropy, distillation, mixed_loss
 
@@ -84,7 +84,7 @@ def _checkpoints(output: Path) -> list[Path]:
     return sorted(output.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
 
 
-def _alignment_batch(examples: list[AlignmentExample], config: TrainConfig, step: int, pad_id: int):
+def _alignment_batch(examples: list[TargetAnswer], config: TrainConfig, step: int, pad_id: int):
     """Prompt + answer sequences, right-padded; the loss mask covers answer tokens only."""
     generator = torch.Generator().manual_seed(config.seed * 7_919 + step)
     picks = torch.randint(0, len(examples), (config.batch_size,), generator=generator).tolist()
@@ -138,7 +138,7 @@ def train_draft(
     *,
     train_stream: torch.Tensor | None,
     heldout_stream: torch.Tensor | None,
-    alignment: list[AlignmentExample] | None = None,
+    alignment: list[TargetAnswer] | None = None,
 ) -> Path:
     """Train ``draft`` in place of its weights and return the final checkpoint folder."""
     check_same_vocabulary(target, tokenizer, draft, None)

@@ -1,0 +1,151 @@
+"""Text the target writes itself: prompts answered greedily by the target, generated once and cached.
+
+A drafter is asked to predict the target's own outputs, so that is what it learns best from: BiLD's
+sequence-level alignment (§3.5.1), distilled drafts, Tandem and BiTA all train on the target's
+answers to chat-style prompts built from the training corpora (never the evaluation prompts). At every
+answer position the label *is* the target's greedy choice. Generation is the expensive part, so it
+runs in large batches and is appended to one cache file batch by batch, under a key of everything
+that determines it (target, prompts, length, chat template): an interrupted run resumes where it
+stopped, and every later run, of any method, reuses it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from specdec.errors import DataNotFoundError, EmptyDataError
+from specdec.pipeline import Pipeline
+
+# Instruction templates that turn corpus snippets into chat prompts unlike the evaluation sets.
+TEMPLATES = {
+    "gsm8k": "{text}",
+    "continue": "Continue the following text for a few sentences:\n\n{text}",
+    "summarize": "Summarize the following passage in two sentences:\n\n{text}",
+    "explain-code": "Explain what the following Python code does:\n\n{text}",
+}
+
+
+@dataclass
+class TargetAnswer:
+    prompt_ids: list[int]  # the prompt as the target saw it (chat template applied)
+    answer_ids: list[int]  # its greedy answer
+
+
+def load_prompts(spec: str, limit: int, snippet_chars: int = 600, per_document: int = 8) -> list[str]:
+    """Up to ``limit`` prompts from ``KIND:PATH`` (KIND a key of :data:`TEMPLATES`).
+
+    gsm8k reads each line's ``question``; other kinds cut ``per_document`` snippets spread evenly
+    through each document's ``text`` (a book's opening pages alone would teach little), then take an
+    even spread of the snippets found.
+    """
+    kind, _, path = spec.partition(":")
+    if kind not in TEMPLATES or not path:
+        raise EmptyDataError(
+            f"alignment prompts must be KIND:PATH with KIND in {sorted(TEMPLATES)}, got {spec!r}"
+        )
+    file = Path(path)
+    if not file.is_file():
+        raise DataNotFoundError(f"alignment prompt file not found: {file}")
+    opener = gzip.open if file.name.endswith(".gz") else open
+    texts: list[str] = []
+    with opener(file, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            row = json.loads(line)
+            if kind == "gsm8k":
+                texts.append(row.get("question", "").strip())
+                continue
+            text = row.get("text", "")
+            starts = range(0, max(1, len(text) - snippet_chars), max(1, len(text) // per_document))
+            for start in list(starts)[:per_document]:
+                snippet = text[start : start + snippet_chars].strip()
+                if len(snippet) > 40:
+                    texts.append(snippet)
+    texts = [t for t in texts if t]
+    if not texts:
+        raise EmptyDataError(f"no prompts found in {file}")
+    step = max(1, len(texts) // limit)
+    return [TEMPLATES[kind].format(text=t) for t in texts[::step][:limit]]
+
+
+def answers_key(source: str, prompts: Sequence[str], max_new_tokens: int, template: str | None) -> str:
+    digest = hashlib.sha256()
+    for part in (source, str(max_new_tokens), template or "", *prompts):
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+def generate_answers(
+    pipeline: Pipeline,
+    prompts: Sequence[str],
+    *,
+    source: str,
+    max_new_tokens: int,
+    cache_dir: Path,
+    batch_size: int = 32,
+    progress=None,
+) -> list[TargetAnswer]:
+    """Greedy target answers to ``prompts`` (chat template applied), in prompt order.
+
+    ``source`` names the target as generated (model and dtype): it is part of the cache key. Answers
+    already in the cache file are read back; the rest are generated ``batch_size`` prompts at a time
+    and appended (flushed to disk) after each batch, so a killed run loses at most one batch.
+    """
+    template = getattr(pipeline.tokenizer, "chat_template", None)
+    path = Path(cache_dir) / f"answers-{answers_key(source, prompts, max_new_tokens, template)}.jsonl"
+    answers = _read_complete(path)
+    if progress is not None and answers:
+        progress(len(answers))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for start in range(len(answers), len(prompts), batch_size):
+        batch = list(prompts[start : start + batch_size])
+        out = pipeline.generate(batch, method="plain", max_new_tokens=max_new_tokens, chat=True)
+        new = [
+            TargetAnswer(pipeline.encode(p, chat=True), ids)
+            for p, ids in zip(batch, out.token_ids, strict=True)
+        ]
+        with path.open("a") as f:
+            f.write("".join(json.dumps(a.__dict__) + "\n" for a in new))
+            f.flush()
+            os.fsync(f.fileno())
+        answers.extend(new)
+        if progress is not None:
+            progress(len(batch))
+    return answers
+
+
+def read_answers(path: Path) -> list[TargetAnswer]:
+    """A cache file written by :func:`generate_answers` (``specdec data answers`` prints its path)."""
+    if not Path(path).is_file():
+        raise DataNotFoundError(f"answers file not found: {path}")
+    answers = _read_complete(Path(path))
+    if not answers:
+        raise EmptyDataError(f"answers file {path} holds no answers")
+    return answers
+
+
+def _read_complete(path: Path) -> list[TargetAnswer]:
+    """The answers fully written to ``path``; a torn last line (a run killed mid-write) is cut off."""
+    if not path.is_file():
+        return []
+    answers, kept = [], 0
+    raw = path.read_bytes()
+    for line in raw.splitlines(keepends=True):
+        try:
+            answers.append(TargetAnswer(**json.loads(line)))
+        except (ValueError, TypeError):
+            break
+        if not line.endswith(b"\n"):
+            answers.pop()
+            break
+        kept += len(line)
+    if kept < len(raw):
+        with path.open("r+b") as f:
+            f.truncate(kept)
+    return answers

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -86,11 +88,39 @@ def make_gpt2(
 
 def perturbed_copy(model, scale: float, seed: int = 0):
     """``model`` with noise on its output head: a draft that agrees with it often, not always."""
-    import copy
-
     torch.manual_seed(seed)
     other = copy.deepcopy(model)
     with torch.no_grad():
         head = other.get_output_embeddings().weight
         head.add_(scale * head.std() * torch.randn_like(head))
     return other
+
+
+def make_tandem(primary, layers: int = 2, hidden: int = 16, seed: int = 0):
+    """An untrained Tandem secondary (random projections) for a tiny primary."""
+    from specdec.models.tandem import TandemModel, primary_signature
+    from specdec.training import DraftShape, build_draft
+
+    torch.manual_seed(seed)
+    secondary = build_draft(
+        primary, DraftShape(num_layers=layers, hidden_size=hidden, num_heads=2), seed=seed
+    )
+    return TandemModel(secondary, primary_signature(primary)).eval()
+
+
+def make_oracle_tandem(primary, noise: float = 0.0, seed: int = 0):
+    """A Tandem secondary that *is* the primary: its weights (head perturbed by ``noise``), layer j
+    reading the primary's input to layer j through an identity projection. With noise 0 it drafts
+    exactly what the primary decodes, so every draft is accepted: a check that projected states
+    reach the right layer at the right positions."""
+    from specdec.models.tandem import TandemModel, primary_signature
+
+    secondary = perturbed_copy(primary, noise, seed) if noise else copy.deepcopy(primary)
+    layers = primary.config.num_hidden_layers
+    tandem = TandemModel(secondary, primary_signature(primary), tuple(range(layers)))
+    width = primary.config.get_text_config().hidden_size
+    with torch.no_grad():
+        for projection in tandem.projections:
+            projection.weight.copy_(torch.eye(width))
+            projection.bias.zero_()
+    return tandem.eval()

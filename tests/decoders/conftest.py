@@ -13,8 +13,9 @@ from specdec.drafters import (
     ReducedPrecisionDrafter,
     TruncatedDrafter,
 )
+from specdec.drafters.tandem import TandemDrafter
 from specdec.pipeline import Pipeline
-from tiny import make_gpt2, make_llama, make_tokenizer
+from tiny import make_gpt2, make_llama, make_tandem, make_tokenizer
 
 PROMPTS = ["the quick brown fox jumps over the lazy dog. the quick", "def add(a, b):"]
 
@@ -38,6 +39,7 @@ DRAFTERS = {
     "prompt-lookup": lambda target, tok: PromptLookupDrafter(),
     "truncated": lambda target, tok: TruncatedDrafter(target, tok, 2),
     "early-exit": lambda target, tok: EarlyExitDrafter(target, 2),
+    "tandem": lambda target, tok: TandemDrafter(make_tandem(target), tok),
 }
 
 

@@ -11,9 +11,10 @@ import specdec.decoders.speculative as speculative
 from conftest import PROMPTS
 from specdec.decoders import SpeculativeSampling
 from specdec.drafters import EarlyExitDrafter, ModelDrafter, PromptLookupDrafter
+from specdec.drafters.tandem import TandemDrafter
 from specdec.pipeline import Pipeline
 from specdec.sampling import SamplingConfig, Verification, logits_to_probs
-from tiny import make_llama, perturbed_copy
+from tiny import make_llama, make_oracle_tandem, perturbed_copy
 
 ROWS = 4000
 SETTINGS = {"top-k": dict(temperature=1.5, top_k=12), "top-p": dict(temperature=0.4, top_p=0.8)}
@@ -69,6 +70,7 @@ LAW_DRAFTERS = {
     "model": lambda target, tok: ModelDrafter(perturbed_copy(target, 1.0), tok),
     "prompt-lookup": lambda target, tok: PromptLookupDrafter(),
     "early-exit": lambda target, tok: EarlyExitDrafter(target, 1),
+    "tandem": lambda target, tok: TandemDrafter(make_oracle_tandem(target, noise=1.0), tok),
 }
 
 

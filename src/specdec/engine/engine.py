@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import torch
-from transformers import PreTrainedModel
+from torch import nn
+from transformers import PretrainedConfig, PreTrainedModel
 
 from specdec.engine.cache import SlotCache
 from specdec.engine.kernels import pack_linear_layers, packing_supported
 from specdec.engine.memory import check_fits, kv_bytes_per_slot
 from specdec.errors import CacheMemoryError, InvalidArgumentError, PromptError, UnsupportedCacheError
+from specdec.models.surgery import decoder_layers
 
 # Layer kinds whose state is a plain per-token KV list, so dropping tokens is exact.
 _ROLLBACK_LAYER_TYPES = {"full_attention", "sliding_attention"}
@@ -59,6 +62,63 @@ def context_size(model: PreTrainedModel) -> int | None:
     return None
 
 
+def attention_masks(
+    config: PretrainedConfig, dtype: torch.dtype, mask: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor
+):
+    """What to pass a model as ``attention_mask`` for the boolean ``[B, 1, Q, K]`` mask ``mask``.
+
+    transformers takes a prepared 4D mask as it is: a dict by layer type for models with per-layer
+    types (sliding-window layers get the mask cut to their window, from query and key positions
+    ``q_pos`` [B, Q] and ``k_pos`` [B, K]), one tensor otherwise; additive floats for eager attention.
+    """
+    window = getattr(config, "sliding_window", None) if getattr(config, "use_sliding_window", True) else None
+    masks = {"full_attention": mask}
+    if window is not None:
+        in_window = (q_pos[:, :, None] - k_pos[:, None, :]) < window
+        masks["sliding_attention"] = mask & in_window[:, None]
+    if getattr(config, "_attn_implementation", "sdpa") == "eager":
+        low = torch.finfo(dtype).min
+        masks = {
+            k: torch.zeros(m.shape, dtype=dtype, device=m.device).masked_fill(~m, low)
+            for k, m in masks.items()
+        }
+    if getattr(config, "layer_types", None) is not None:
+        return masks
+    # Models without per-layer types use one mask for all layers: windowed if they have a window.
+    return masks.get("sliding_attention", masks["full_attention"])
+
+
+@contextmanager
+def given_layer_inputs(model: nn.Module, inputs: dict[int, torch.Tensor], where: torch.Tensor | None):
+    """Within the block, decoder layer j takes ``inputs[j]`` ``[B, T, d]`` as its input hidden states
+    (at the tokens ``where`` [B, T] marks; all if None) instead of the previous layer's output.
+
+    The layer then computes those tokens' keys and values itself, with its own norm, projections and
+    rotary embedding, and writes them to the cache like any other: the way to put states that come
+    from elsewhere (Tandem's projected primary states) into a cache without re-implementing attention.
+    Implemented with forward pre-hooks, PyTorch's own mechanism, removed on exit.
+    """
+    layers = decoder_layers(model)
+    handles = []
+    for j, given in inputs.items():
+
+        def replace(module, args, kwargs, given=given):
+            hidden = args[0] if args else kwargs["hidden_states"]
+            new = given.to(hidden.dtype)
+            if where is not None:
+                new = torch.where(where[..., None].to(hidden.device), new, hidden)
+            if args:
+                return (new, *args[1:]), kwargs
+            return args, {**kwargs, "hidden_states": new}
+
+        handles.append(layers[j].register_forward_pre_hook(replace, with_kwargs=True))
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 class Engine:
     """Prefill, extend, roll back and (for trees) keep a path, over one batch of rows.
 
@@ -81,17 +141,8 @@ class Engine:
         self.config = model.config
         self.max_positions = context_size(model)
         self.device = next(model.parameters()).device
-        self._eager = getattr(self.config, "_attn_implementation", "sdpa") == "eager"
-        self._window, self._layer_types = self._sliding_setup()
         self._takes_logits_to_keep = "logits_to_keep" in inspect.signature(self.model.forward).parameters
         self.cache: SlotCache | None = None
-
-    def _sliding_setup(self) -> tuple[int | None, list[str] | None]:
-        config = self.config
-        window = getattr(config, "sliding_window", None)
-        if not getattr(config, "use_sliding_window", True):
-            window = None
-        return window, getattr(config, "layer_types", None)
 
     # -- state ---------------------------------------------------------------------------------
     @torch.inference_mode()
@@ -161,6 +212,8 @@ class Engine:
         num_logits: int | None = None,
         hidden_layers: Sequence[int] = (),
         model: PreTrainedModel | None = None,
+        layer_inputs: dict[int, torch.Tensor] | None = None,
+        layer_input_mask: torch.Tensor | None = None,
     ) -> ExtendOutput:
         """Run the model on a block of new tokens per row and keep them in the cache.
 
@@ -174,6 +227,8 @@ class Engine:
             model: run this stack instead, e.g. an early exit (the first layers of this model):
                 it fills only its own layers' slots, which a later full-model pass over the same
                 tokens overwrites.
+            layer_inputs: ``{j: [B, T, d]}`` given input hidden states of decoder layer j for the
+                tokens ``layer_input_mask`` marks (all if None); see :func:`given_layer_inputs`.
         """
         tokens = tokens.to(self.device)
         batch, width = tokens.shape
@@ -201,15 +256,18 @@ class Engine:
         kwargs = {}
         if self._takes_logits_to_keep and num_logits is not None:
             kwargs["logits_to_keep"] = num_logits
-        out = (self.model if model is None else model)(
-            input_ids=tokens,
-            position_ids=positions,
-            attention_mask=self._attention_masks(mask, positions, key_pos),
-            past_key_values=self.cache,
-            use_cache=True,
-            output_hidden_states=bool(hidden_layers),
-            **kwargs,
-        )
+        runner = self.model if model is None else model
+        given = given_layer_inputs(runner, layer_inputs, layer_input_mask) if layer_inputs else nullcontext()
+        with given:
+            out = runner(
+                input_ids=tokens,
+                position_ids=positions,
+                attention_mask=attention_masks(self.config, self.model.dtype, mask, positions, key_pos),
+                past_key_values=self.cache,
+                use_cache=True,
+                output_hidden_states=bool(hidden_layers),
+                **kwargs,
+            )
         self.valid[:, start : start + width] = token_mask
         self.slot_pos[:, start : start + width] = positions
         self.length = start + width
@@ -218,26 +276,18 @@ class Engine:
         hidden = {i: out.hidden_states[i] for i in hidden_layers}
         return ExtendOutput(logits=logits, hidden_states=hidden)
 
-    def _attention_masks(self, mask: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor):
-        masks = {"full_attention": mask}
-        if self._window is not None:
-            in_window = (q_pos[:, :, None] - k_pos[:, None, :]) < self._window
-            masks["sliding_attention"] = mask & in_window[:, None]
-        if self._eager:
-            masks = {k: self._additive(m) for k, m in masks.items()}
-        if self._layer_types is not None:
-            return masks
-        # Models without per-layer types use one mask for all layers: windowed if they have a window.
-        return masks.get("sliding_attention", masks["full_attention"])
+    def prefill(
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        hidden_layers: Sequence[int] = (),
+        layer_inputs: dict[int, torch.Tensor] | None = None,
+    ) -> ExtendOutput:
+        """Left-pad the prompts into one block; returns logits at each row's last token.
 
-    def _additive(self, mask: torch.Tensor) -> torch.Tensor:
-        dtype = self.model.dtype
-        return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(
-            ~mask, torch.finfo(dtype).min
-        )
-
-    def prefill(self, prompts: Sequence[Sequence[int]], *, hidden_layers: Sequence[int] = ()) -> ExtendOutput:
-        """Left-pad the prompts into one block; returns logits at each row's last token."""
+        ``layer_inputs`` (see :meth:`extend`) must be left-padded the same way: a target's prefill
+        hidden states are, so they can be handed to another engine's prefill as they are.
+        """
         width = max(len(p) for p in prompts)
         tokens = torch.zeros(len(prompts), width, dtype=torch.long)
         token_mask = torch.zeros(len(prompts), width, dtype=torch.bool)
@@ -245,7 +295,13 @@ class Engine:
             if prompt:
                 tokens[row, width - len(prompt) :] = torch.as_tensor(list(prompt))
                 token_mask[row, width - len(prompt) :] = True
-        return self.extend(tokens, token_mask=token_mask, num_logits=1, hidden_layers=hidden_layers)
+        return self.extend(
+            tokens,
+            token_mask=token_mask,
+            num_logits=1,
+            hidden_layers=hidden_layers,
+            layer_inputs=layer_inputs,
+        )
 
     def _make_room(self, width: int) -> None:
         """Fit a block of ``width`` slots: squeeze out rolled-back holes, then grow (doubling) if that

@@ -65,9 +65,12 @@ def build_draft(target: PreTrainedModel, shape: DraftShape, seed: int = 0) -> Pr
     config.num_attention_heads, config.num_key_value_heads = heads, kv_heads
     config.head_dim = width // heads
     if shape.intermediate_size or not same_width:
-        config.intermediate_size = shape.intermediate_size or int(
-            config.intermediate_size * width / target.config.hidden_size
-        )
+        # Llama-style configs name the MLP width intermediate_size; GPT-2's n_inner (None = 4 × width)
+        # follows the width by itself unless it was set.
+        name = "intermediate_size" if hasattr(config, "intermediate_size") else "n_inner"
+        current = getattr(config, name, None)
+        if shape.intermediate_size or current is not None:
+            setattr(config, name, shape.intermediate_size or int(current * width / target.config.hidden_size))
     torch.manual_seed(seed)
     draft = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     if shape.init == "target":

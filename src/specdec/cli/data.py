@@ -60,3 +60,58 @@ def run_answers(args: argparse.Namespace) -> Path:
     elapsed = time.perf_counter() - started
     print(f"{len(answers)} answers, {tokens} answer tokens, {elapsed:.0f} s this run: {path}")
     return path
+
+
+def add_primary_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", default="smollm2-135m", help="the primary whose outputs are cached")
+    parser.add_argument(
+        "--answers", action="append", required=True, help="answers file(s) from `data answers`"
+    )
+    parser.add_argument("--output", type=Path, required=True, help="the cache folder (rerun to resume)")
+    parser.add_argument(
+        "--hidden-layers",
+        default=None,
+        help="primary hidden-state indices to store, e.g. 15,30 (default: Tandem's map, --secondary-layers)",
+    )
+    parser.add_argument("--secondary-layers", type=int, default=2, help="for the default layer map")
+    parser.add_argument("--top-k", type=int, default=64, help="logits kept per token for distillation")
+    parser.add_argument("--max-len", type=int, default=384, help="longer sequences lose their prompt's start")
+    parser.add_argument(
+        "--dtype", default="float32", help="the primary's dtype for this pass (bf16 on AVX-512 BF16)"
+    )
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--cache-dir", default=None)
+
+
+def run_primary(args: argparse.Namespace) -> Path:
+    from specdec.errors import InvalidArgumentError
+    from specdec.models import load_model
+    from specdec.models.tandem import default_layer_map
+    from specdec.training.answers import read_answers
+    from specdec.training.primary_cache import CacheSpec, build_primary_cache
+
+    target = load_model(args.target, dtype=args.dtype, cache_dir=args.cache_dir)
+    depth = target.model.config.num_hidden_layers
+    if args.hidden_layers:
+        try:
+            layers = tuple(int(h) for h in args.hidden_layers.split(","))
+        except ValueError as err:
+            raise InvalidArgumentError(
+                f"--hidden-layers expects integers like 15,30, got {args.hidden_layers!r}"
+            ) from err
+    else:
+        layers = default_layer_map(depth, args.secondary_layers)
+    if not all(0 <= h <= depth for h in layers):
+        raise InvalidArgumentError(f"hidden-state indices must be in [0, {depth}], got {list(layers)}")
+    answers = [a for path in args.answers for a in read_answers(Path(path))]
+    spec = CacheSpec(
+        f"{target.source}:{target.model.dtype}", tuple(sorted(set(layers))), args.top_k, args.max_len
+    )
+    started = time.perf_counter()
+    with tqdm(total=len(answers), desc="primary outputs (cached, resumable)") as bar:
+        cache = build_primary_cache(
+            target.model, answers, args.output, spec, batch_size=args.batch_size, progress=bar.update
+        )
+    elapsed = time.perf_counter() - started
+    print(f"{len(cache)} sequences, {cache.tokens()} answer tokens, {elapsed:.0f} s this run: {args.output}")
+    return args.output

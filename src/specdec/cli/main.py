@@ -64,7 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_generate_args(demo, default_prompt=DEMO_PROMPT)
     bench = sub.add_parser("bench", help="Spec-Bench speed benchmark against HF generate")
     from specdec.benchmarks.specbench import add_arguments
-    from specdec.cli.train import add_eval_arguments, add_export_arguments, add_train_arguments
+    from specdec.cli.train import (
+        add_eval_arguments,
+        add_export_arguments,
+        add_tandem_arguments,
+        add_train_arguments,
+    )
 
     add_arguments(bench)
     train = sub.add_parser("train", help="train models the methods need").add_subparsers(
@@ -76,15 +81,23 @@ def build_parser() -> argparse.ArgumentParser:
         early_exit=True,
     )
     add_export_arguments(train.add_parser("export", help="package a trained draft to load it by name"))
+    add_tandem_arguments(
+        train.add_parser(
+            "tandem", help="train a Tandem secondary (or its distilled-draft baseline) on a primary cache"
+        )
+    )
     sweep = sub.add_parser("sweep", help="quality/latency sweeps").add_subparsers(dest="what", required=True)
     from specdec.benchmarks.bild_sweep import add_arguments as add_sweep_arguments
 
     add_sweep_arguments(sweep.add_parser("bild", help="BiLD (α_FB, α_RB) grid vs plain and SpS"))
     add_eval_arguments(sub.add_parser("eval-draft", help="agreement, α and SpS tokens/call of a draft"))
     data = sub.add_parser("data", help="training data").add_subparsers(dest="what", required=True)
-    from specdec.cli.data import add_answers_arguments
+    from specdec.cli.data import add_answers_arguments, add_primary_arguments
 
     add_answers_arguments(data.add_parser("answers", help="the target's own answers to prompts, cached"))
+    add_primary_arguments(
+        data.add_parser("primary", help="the primary's hidden states and top-k logits, cached")
+    )
     return parser
 
 
@@ -103,14 +116,18 @@ def main(argv: list[str] | None = None) -> int:
 
             run_sweep(args)
         elif args.command == "data":
-            from specdec.cli.data import run_answers
+            from specdec.cli.data import run_answers, run_primary
 
-            run_answers(args)
+            run_answers(args) if args.what == "answers" else run_primary(args)
         elif args.command in ("train", "eval-draft"):
             from specdec.cli.train import run_eval, run_export, run_train
 
             if args.command == "eval-draft":
                 run_eval(args)
+            elif args.what == "tandem":
+                from specdec.cli.train import run_train_tandem
+
+                run_train_tandem(args)
             else:
                 run_export(args) if args.what == "export" else run_train(args)
         else:

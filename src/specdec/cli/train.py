@@ -238,3 +238,105 @@ def run_export(args: argparse.Namespace) -> Path:
     export_draft(draft, folder, args.base, base.model, info)
     print(f"packaged draft written to {folder}")
     return folder
+
+
+def add_tandem_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", default="smollm2-135m", help="the primary")
+    parser.add_argument("--cache", type=Path, required=True, help="primary cache from `specdec data primary`")
+    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument(
+        "--architecture",
+        choices=("tandem", "draft"),
+        default="tandem",
+        help="draft: the equally sized distilled draft, same data, losses and steps (the baseline)",
+    )
+    parser.add_argument(
+        "--preset", choices=("distil", "ce"), default="distil", help="Tandem-Distil or Tandem-CE"
+    )
+    _add_shape_arguments(parser)
+    parser.add_argument(
+        "--layer-map", default=None, help="primary hidden-state index per secondary layer, e.g. 15,30"
+    )
+    opt = parser.add_argument_group("optimisation")
+    opt.add_argument("--gamma", type=int, default=2, help="γ_train, the block length of the training mask")
+    opt.add_argument("--steps", type=int, default=1000)
+    opt.add_argument("--batch-size", type=int, default=8, help="sequences per step")
+    opt.add_argument("--lr", type=float, default=3e-4)
+    opt.add_argument("--warmup", type=int, default=50)
+    opt.add_argument("--lambda", dest="distill_weight", type=float, default=0.5)
+    opt.add_argument("--eval-every", type=int, default=100)
+    opt.add_argument("--eval-sequences", type=int, default=64)
+    opt.add_argument("--save-every", type=int, default=200)
+    opt.add_argument("--seed", type=int, default=0)
+    opt.add_argument("--resume", action="store_true")
+    opt.add_argument(
+        "--bf16",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="autocast (auto: AVX-512 BF16/AMX CPU or GPU)",
+    )
+    parser.add_argument("--cache-dir", default=None)
+
+
+def bf16_pays() -> bool:
+    """bf16 autocast is a win on GPUs and on CPUs with native bf16 (AVX-512 BF16 or AMX)."""
+    if torch.cuda.is_available():
+        return True
+    cpuinfo = Path("/proc/cpuinfo")
+    flags = cpuinfo.read_text() if cpuinfo.is_file() else ""
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def run_train_tandem(args: argparse.Namespace) -> Path:
+    from specdec.benchmarks.report import machine_info
+    from specdec.models import load_model
+    from specdec.models.tandem import TandemModel, primary_signature
+    from specdec.training import DraftShape, build_draft
+    from specdec.training.primary_cache import PrimaryCache
+    from specdec.training.tandem import TandemTrainConfig, train_tandem
+
+    cache = PrimaryCache(args.cache)
+    config = TandemTrainConfig(
+        output_dir=str(args.output),
+        architecture=args.architecture,
+        preset=args.preset,
+        steps=args.steps,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        warmup_steps=args.warmup,
+        gamma=args.gamma,
+        distill_weight=args.distill_weight,
+        eval_every=args.eval_every,
+        eval_sequences=args.eval_sequences,
+        save_every=args.save_every,
+        seed=args.seed,
+        resume=args.resume,
+        bf16=args.bf16 == "on" or (args.bf16 == "auto" and bf16_pays()),
+        extra={
+            "target": args.target,
+            "cache": str(args.cache),
+            "cache_meta": cache.meta,
+            "machine": machine_info(),
+        },
+    )
+    target = load_model(args.target, cache_dir=args.cache_dir)
+    init_layers = tuple(int(i) for i in args.init_layers.split(",")) if args.init_layers else None
+    shape = DraftShape(
+        args.layers,
+        args.hidden_size,
+        args.intermediate_size,
+        args.heads,
+        args.kv_heads,
+        args.init,
+        init_layers,
+    )
+    config.extra["shape"] = shape.__dict__
+    secondary = build_draft(target.model, shape, seed=args.seed)
+    model = secondary
+    if args.architecture == "tandem":
+        layer_map = tuple(int(h) for h in args.layer_map.split(",")) if args.layer_map else None
+        model = TandemModel(secondary, primary_signature(target.model), layer_map)
+        config.extra["layer_map"] = list(model.layer_map)
+    best = train_tandem(model, cache, config, target.tokenizer)
+    print(f"best checkpoint: {best}")
+    return best

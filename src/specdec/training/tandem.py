@@ -1,0 +1,291 @@
+"""Train a Tandem secondary, or the equally sized distilled draft it is measured against, on a primary cache.
+
+Tandem-CE is cross-entropy on the target's own answers; Tandem-Distil (the paper's two stages) is CE
+for the first half of the steps, then λ·KD + (1 − λ)·CE with λ = 0.5, KD being the soft cross-entropy
+to the primary's cached top-k distribution. One block-causal pass (Fig. 1) trains every position of
+a sequence, with blocks of γ_train tokens whose boundaries move by a random offset each step. The
+baseline (``architecture="draft"``, the paper's Gecko-Distil) is the same secondary without the
+projections, trained on the same batches with the same losses and steps, so the comparison is fair.
+
+Both are judged by what drafting needs, on held-out answers: top-1 agreement with the primary,
+Σ_top-k min(p, q) (a lower bound of α), and the tokens a greedy SPEED block of γ accepts
+(γ = 3, 5, 7); the checkpoint with the most accepted tokens at γ = 5 is kept as ``best/``, since
+acceptance can peak while the loss still falls. Batches depend only on (seed, step), so ``resume``
+continues exactly where a run stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator
+from tqdm.auto import tqdm
+from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
+
+from specdec.errors import InvalidArgumentError
+from specdec.models.tandem import TandemModel, fixed_blocks
+from specdec.training.primary_cache import PrimaryCache
+
+ARCHITECTURES = ("tandem", "draft")
+PRESETS = ("ce", "distil")
+EVAL_GAMMAS = (3, 5, 7)
+STATE_FILE = "trainer_state.pt"
+
+
+@dataclass
+class TandemTrainConfig:
+    output_dir: str
+    architecture: str = "tandem"  # or "draft": the same secondary without projections (the baseline)
+    preset: str = "distil"  # "ce": Tandem-CE; "distil": CE, then λ = 0.5 CE + KD (Tandem-Distil)
+    steps: int = 1000
+    batch_size: int = 8  # sequences per step
+    lr: float = 3e-4
+    warmup_steps: int = 50
+    grad_clip: float = 1.0
+    gamma: int = 2  # γ_train, the block length of the training mask
+    distill_weight: float = 0.5
+    temperature: float = 1.0
+    heldout_fraction: float = 0.02
+    eval_every: int = 100
+    eval_sequences: int = 64
+    save_every: int = 200
+    seed: int = 0
+    resume: bool = False
+    bf16: bool = False  # autocast the forward (worth it on AVX-512 BF16 / AMX CPUs and on GPUs)
+    extra: dict = field(default_factory=dict)  # provenance: cache, primary, machine, ...
+
+    def __post_init__(self) -> None:
+        if self.architecture not in ARCHITECTURES:
+            raise InvalidArgumentError(
+                f"architecture must be one of {ARCHITECTURES}, got {self.architecture!r}"
+            )
+        if self.preset not in PRESETS:
+            raise InvalidArgumentError(f"preset must be one of {PRESETS}, got {self.preset!r}")
+        for name in ("steps", "batch_size", "gamma", "eval_sequences"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
+        if not 0 < self.heldout_fraction < 1:
+            raise InvalidArgumentError(f"heldout_fraction must be in (0, 1), got {self.heldout_fraction}")
+
+    def weight_at(self, step: int) -> float:
+        """λ, the distillation weight: 0 for Tandem-CE and for the first half of Tandem-Distil."""
+        return self.distill_weight if self.preset == "distil" and step >= self.steps // 2 else 0.0
+
+
+def split(cache: PrimaryCache, fraction: float) -> tuple[range, range]:
+    """Training and held-out sequence indices: the held-out answers are the cache's last ones."""
+    heldout = max(1, int(len(cache) * fraction))
+    return range(len(cache) - heldout), range(len(cache) - heldout, len(cache))
+
+
+def student_logits(
+    model, batch: dict, gamma: int, offset: int = 0, tandem: bool | None = None
+) -> torch.Tensor:
+    """``[B, N, V]``: the Tandem block-causal pass with blocks of γ, or the plain draft's forward.
+
+    ``tandem`` says which when ``model`` is wrapped (accelerate's DDP); by default its type does."""
+    tokens = batch["tokens"]
+    if isinstance(model, TandemModel) if tandem is None else tandem:
+        starts = fixed_blocks(tokens.shape[1], gamma, offset)[None]
+        return model(tokens, batch["hidden"], starts, valid=batch["valid"])
+    return model(tokens, attention_mask=batch["valid"].long()).logits
+
+
+def losses(logits: torch.Tensor, batch: dict, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """CE on the next answer token, and the soft CE to the primary's top-k distribution, both averaged
+    over answer positions."""
+    mask = (batch["next_is_answer"] & batch["valid"])[:, :-1].float()
+    logits = logits[:, :-1].float()
+    count = mask.sum().clamp(min=1.0)
+    ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch["tokens"][:, 1:], reduction="none")
+    teacher = torch.softmax(batch["topk_values"][:, :-1] / temperature, dim=-1)
+    log_p = torch.log_softmax(logits / temperature, dim=-1).gather(-1, batch["topk_ids"][:, :-1])
+    kd = -(teacher * log_p).sum(-1) * temperature**2
+    return (ce * mask).sum() / count, (kd * mask).sum() / count
+
+
+@torch.no_grad()
+def evaluate_on_cache(
+    model: TandemModel | PreTrainedModel,
+    cache: PrimaryCache,
+    indices: range,
+    gamma_train: int,
+    batch: int = 8,
+) -> dict:
+    """Held-out top-1 agreement, Σ_top-k min(p, q) ≤ α, and greedy SPEED tokens accepted per block of γ."""
+    was_training = model.training
+    model.eval()
+    agree = alpha = positions = 0.0
+    accepted = {g: [0.0, 0] for g in EVAL_GAMMAS}
+    for start in range(indices.start, indices.stop, batch):
+        data = cache.batch(range(start, min(start + batch, indices.stop)))
+        mask = (data["next_is_answer"] & data["valid"])[:, :-1]
+        target = data["topk_ids"][:, :-1, 0]
+        logits = student_logits(model, data, gamma_train)[:, :-1].float()
+        agree += ((logits.argmax(-1) == target) & mask).sum().item()
+        p = torch.softmax(logits, -1).gather(-1, data["topk_ids"][:, :-1])
+        q = torch.exp(data["topk_values"][:, :-1] - data["logsumexp"][:, :-1, None])
+        alpha += (torch.minimum(p, q).sum(-1) * mask).sum().item()
+        positions += mask.sum().item()
+        for gamma in EVAL_GAMMAS:
+            blocks = student_logits(model, data, gamma)[:, :-1] if isinstance(model, TandemModel) else logits
+            matches = (blocks.argmax(-1) == target) & mask
+            for begin in range(0, matches.shape[1] - gamma + 1, gamma):
+                inside = mask[:, begin : begin + gamma].all(-1)  # blocks wholly inside an answer
+                run = matches[:, begin : begin + gamma].long().cumprod(-1).sum(-1)
+                accepted[gamma][0] += run[inside].sum().item()
+                accepted[gamma][1] += int(inside.sum())
+    model.train(was_training)
+    report = {"heldout_agreement": agree / max(positions, 1), "heldout_alpha_topk": alpha / max(positions, 1)}
+    report |= {f"accepted_per_block_g{g}": total / max(n, 1) for g, (total, n) in accepted.items()}
+    return report
+
+
+def _checkpoints(output: Path) -> list[Path]:
+    return sorted(output.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+
+
+def _save(model, folder: Path, tokenizer: PreTrainedTokenizerBase | None) -> None:
+    model.save_pretrained(folder)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(folder / "secondary" if isinstance(model, TandemModel) else folder)
+
+
+def _load(kind: str, folder: Path) -> TandemModel | PreTrainedModel:
+    if kind == "tandem":
+        return TandemModel.from_pretrained(folder)
+    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+
+
+def train_tandem(
+    model: TandemModel | PreTrainedModel,
+    cache: PrimaryCache,
+    config: TandemTrainConfig,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+) -> Path:
+    """Train ``model`` (a TandemModel, or a plain draft for ``architecture="draft"``) on ``cache``;
+    returns the folder of the best checkpoint by held-out accepted tokens at γ = 5."""
+    if isinstance(model, TandemModel) != (config.architecture == "tandem"):
+        raise InvalidArgumentError(
+            f"architecture {config.architecture!r} does not match {type(model).__name__}"
+        )
+    if isinstance(model, TandemModel) and set(model.layer_map) - set(cache.hidden_layers):
+        raise InvalidArgumentError(
+            f"the secondary reads primary layers {model.layer_map} but the cache holds {cache.hidden_layers}"
+        )
+    output = Path(config.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    train_ids, heldout_ids = split(cache, config.heldout_fraction)
+    heldout_ids = range(heldout_ids.start, min(heldout_ids.stop, heldout_ids.start + config.eval_sequences))
+
+    start_step, best, log_path = 0, None, output / "log.jsonl"
+    checkpoints = _checkpoints(output) if config.resume else []
+    if checkpoints:
+        model = _load(config.architecture, checkpoints[-1])
+    secondary = model.secondary if isinstance(model, TandemModel) else model
+    secondary.get_input_embeddings().weight.requires_grad_(False)  # the shared vocabulary stays the target's
+    if secondary.get_output_embeddings() is not None:
+        secondary.get_output_embeddings().weight.requires_grad_(False)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=config.lr)
+
+    def schedule(step: int) -> float:  # linear warm-up, cosine decay to 10 %
+        if step < config.warmup_steps:
+            return (step + 1) / config.warmup_steps
+        progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
+        return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    tokens_seen = 0
+    if checkpoints:
+        state = torch.load(checkpoints[-1] / STATE_FILE, weights_only=False)
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        start_step, best, tokens_seen = state["step"], state["best"], state["tokens_seen"]
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    model.train()
+    if accelerator.is_main_process and not config.resume:
+        (output / "train_config.json").write_text(json.dumps(asdict(config), indent=1))
+
+    def save(folder: Path, step: int) -> None:
+        accelerator.wait_for_everyone()
+        if accelerator.is_main_process:
+            _save(accelerator.unwrap_model(model), folder, tokenizer)
+            state = {
+                "step": step,
+                "best": best,
+                "tokens_seen": tokens_seen,
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+            }
+            torch.save(state, folder / STATE_FILE)
+
+    autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
+    rank_seed = config.seed + 1_000 * accelerator.process_index
+    started = time.perf_counter()
+    bar = tqdm(
+        range(start_step, config.steps),
+        initial=start_step,
+        total=config.steps,
+        desc=f"train {config.architecture}",
+    )
+    for step in bar:
+        generator = torch.Generator().manual_seed(rank_seed * 1_000_003 + step)
+        picks = torch.randint(0, len(train_ids), (config.batch_size,), generator=generator).tolist()
+        offset = int(torch.randint(0, config.gamma, (1,), generator=generator))
+        batch = cache.batch([train_ids[i] for i in picks])
+        batch = {k: v.to(accelerator.device) if torch.is_tensor(v) else v for k, v in batch.items()}
+        batch["hidden"] = {h: s.to(accelerator.device) for h, s in batch["hidden"].items()}
+        with autocast:
+            logits = student_logits(
+                model, batch, config.gamma, offset, tandem=config.architecture == "tandem"
+            )
+        ce, kd = losses(logits, batch, config.temperature)
+        weight = config.weight_at(step)
+        loss = ce if weight == 0 else (1 - weight) * ce + weight * kd
+        accelerator.backward(loss)
+        if config.grad_clip:
+            accelerator.clip_grad_norm_(params, config.grad_clip)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        tokens_seen += int((batch["next_is_answer"] & batch["valid"]).sum())
+        record = {
+            "step": step + 1,
+            "loss": loss.item(),
+            "ce": ce.item(),
+            "kd": kd.item(),
+            "lambda": weight,
+            "lr": scheduler.get_last_lr()[0],
+            "tokens_seen": tokens_seen,
+            "elapsed_s": round(time.perf_counter() - started, 1),
+        }
+        last = step + 1 == config.steps
+        if (step + 1) % config.eval_every == 0 or last:
+            record.update(
+                evaluate_on_cache(accelerator.unwrap_model(model), cache, heldout_ids, config.gamma)
+            )
+            if best is None or record["accepted_per_block_g5"] > best["accepted_per_block_g5"]:
+                best = {
+                    "step": step + 1,
+                    **{k: v for k, v in record.items() if k.startswith(("heldout", "accepted"))},
+                }
+                save(output / "best", step + 1)
+            record["best_step"] = best["step"]
+            bar.set_postfix(
+                agree=f"{record['heldout_agreement']:.3f}", acc5=f"{record['accepted_per_block_g5']:.2f}"
+            )
+        if accelerator.is_main_process:
+            with log_path.open("a") as f:
+                f.write(json.dumps(record) + "\n")
+        if (step + 1) % config.save_every == 0 or last:
+            save(output / f"checkpoint-{step + 1}", step + 1)
+    return output / "best"

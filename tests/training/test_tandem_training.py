@@ -1,0 +1,249 @@
+"""The primary cache and the Tandem trainer on tiny models: the cache holds what the primary computes,
+resumes by shard; training learns, keeps the best checkpoint, resumes exactly, and the baseline
+trains on the same batches."""
+
+import json
+
+import pytest
+import torch
+
+from specdec.cli.main import main
+from specdec.decoders import SpeculativeSampling
+from specdec.drafters.tandem import TandemDrafter
+from specdec.errors import DataNotFoundError, InvalidArgumentError
+from specdec.models.tandem import TandemModel, primary_signature
+from specdec.pipeline import Pipeline
+from specdec.training import DraftShape, build_draft, generate_answers
+from specdec.training import primary_cache as cache_module
+from specdec.training.primary_cache import CacheSpec, PrimaryCache, build_primary_cache, sequence_of
+from specdec.training.tandem import TandemTrainConfig, evaluate_on_cache, split, train_tandem
+from tiny import make_llama, make_tokenizer
+
+PROMPTS = [
+    f"{a} {b}"
+    for a in ("the quick", "def add(a, b):", "Once upon", "a small model", "speculative")
+    for b in ("fox", "dog", "tree", "cat")
+]
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return make_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def primary(tok):
+    return make_llama(len(tok), seed=0, layers=2, hidden=32)
+
+
+@pytest.fixture(scope="module")
+def answers(tmp_path_factory, tok, primary):
+    return generate_answers(
+        Pipeline(primary, tok),
+        PROMPTS * 3,
+        source="tiny",
+        max_new_tokens=24,
+        cache_dir=tmp_path_factory.mktemp("a"),
+    )
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory, primary, answers):
+    spec = CacheSpec("tiny", (1, 2), top_k=8, max_len=64)
+    return build_primary_cache(
+        primary, answers, tmp_path_factory.mktemp("cache"), spec, shard_size=16, batch_size=5
+    )
+
+
+def test_the_cache_holds_what_the_primary_computes(primary, answers, cache):
+    assert len(cache) == len(answers)
+    for index in (0, 17, len(answers) - 1):
+        tokens, next_is_answer = sequence_of(answers[index], 64)
+        row = cache.sequence(index)
+        assert row["tokens"].tolist() == tokens and row["next_is_answer"].tolist() == next_is_answer
+        with torch.inference_mode():
+            out = primary(torch.tensor([tokens]), output_hidden_states=True)
+        for h in (1, 2):
+            torch.testing.assert_close(
+                torch.from_numpy(row[f"hidden-{h}"].astype("float32")),
+                out.hidden_states[h][0],
+                rtol=2e-3,
+                atol=2e-3,
+            )
+        assert torch.equal(torch.from_numpy(row["topk_ids"].astype("int64")), out.logits[0].topk(8).indices)
+        torch.testing.assert_close(
+            torch.from_numpy(row["logsumexp"].copy()), out.logits[0].logsumexp(-1), rtol=1e-4, atol=1e-4
+        )
+    assert sum(next_is_answer) == len(answers[index].answer_ids)
+
+
+def test_the_cache_resumes_at_the_first_missing_shard(tmp_path, primary, answers, monkeypatch):
+    spec = CacheSpec("tiny", (2,), top_k=4, max_len=64)
+    folder = tmp_path / "c"
+    build_primary_cache(primary, answers[:40], folder, spec, shard_size=16)
+    before = {p.name: (p / "tokens.npy").read_bytes() for p in folder.glob("shard-*")}
+    import shutil
+
+    shutil.rmtree(folder / "shard-00001")
+    with pytest.raises(DataNotFoundError, match="incomplete"):
+        PrimaryCache(folder)
+    computed = []
+    original = cache_module._primary_outputs
+    monkeypatch.setattr(
+        cache_module,
+        "_primary_outputs",
+        lambda p, chunk, *a: computed.append(len(chunk)) or original(p, chunk, *a),
+    )
+    build_primary_cache(primary, answers[:40], folder, spec, shard_size=16)
+    assert computed == [16]
+    assert {p.name: (p / "tokens.npy").read_bytes() for p in folder.glob("shard-*")} == before
+    with pytest.raises(InvalidArgumentError, match="built differently"):
+        build_primary_cache(primary, answers[:40], folder, CacheSpec("tiny", (1,), 4, 64), shard_size=16)
+
+
+def tandem_for(primary, seed=0):
+    secondary = build_draft(
+        primary, DraftShape(num_layers=1, hidden_size=16, num_heads=2, init="fresh"), seed=seed
+    )
+    return TandemModel(secondary, primary_signature(primary), (2,))
+
+
+def config(tmp_path, **overrides):
+    base = dict(
+        output_dir=str(tmp_path),
+        steps=60,
+        batch_size=8,
+        lr=3e-3,
+        warmup_steps=5,
+        eval_every=20,
+        save_every=20,
+        heldout_fraction=0.2,
+        eval_sequences=12,
+    )
+    return TandemTrainConfig(**{**base, **overrides})
+
+
+def test_tandem_distil_learns_and_keeps_the_best_checkpoint(tmp_path, tok, primary, cache):
+    model = tandem_for(primary)
+    _, heldout = split(cache, 0.2)
+    before = evaluate_on_cache(model, cache, heldout, gamma_train=2)
+    best = train_tandem(model, cache, config(tmp_path), tok)
+    log = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert len(log) == 60 and {r["lambda"] for r in log} == {0.0, 0.5}  # Tandem-Distil's two stages
+    evals = [r for r in log if "heldout_agreement" in r]
+    assert [r["step"] for r in evals] == [20, 40, 60]
+    top = max(evals, key=lambda r: r["accepted_per_block_g5"])
+    assert top["accepted_per_block_g5"] > before["accepted_per_block_g5"] + 0.1
+    assert top["heldout_agreement"] > before["heldout_agreement"] + 0.1
+    loaded = TandemModel.from_pretrained(best)
+    assert evaluate_on_cache(loaded, cache, range(heldout.start, heldout.start + 12), 2)[
+        "accepted_per_block_g5"
+    ] == pytest.approx(top["accepted_per_block_g5"])
+    out = Pipeline(primary, tok, drafter=TandemDrafter(loaded, tok)).generate(
+        PROMPTS[:2], method=SpeculativeSampling(3), max_new_tokens=16, chat=True
+    )
+    plain = Pipeline(primary, tok).generate(PROMPTS[:2], max_new_tokens=16, chat=True)
+    assert out.token_ids == plain.token_ids and out.stats.acceptance_rate > 0.1
+
+
+def test_resume_reproduces_an_uninterrupted_run(tmp_path, tok, primary, cache):
+    full = train_tandem(
+        tandem_for(primary), cache, config(tmp_path / "full", steps=10, save_every=5, eval_every=5), tok
+    )
+    resumed_dir = tmp_path / "resumed"
+    resumed_dir.mkdir()
+    (resumed_dir / "checkpoint-5").symlink_to(tmp_path / "full" / "checkpoint-5", target_is_directory=True)
+    train_tandem(
+        tandem_for(primary, seed=9),
+        cache,
+        config(resumed_dir, steps=10, save_every=5, eval_every=5, resume=True),
+        tok,
+    )
+    a = TandemModel.from_pretrained(tmp_path / "full" / "checkpoint-10").state_dict()
+    b = TandemModel.from_pretrained(resumed_dir / "checkpoint-10").state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert full.name == "best"
+
+
+def test_the_baseline_draft_trains_on_the_same_batches(tmp_path, tok, primary, cache):
+    draft = build_draft(primary, DraftShape(num_layers=1, hidden_size=16, num_heads=2, init="fresh"))
+    best = train_tandem(draft, cache, config(tmp_path, architecture="draft", steps=40), tok)
+    log = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    tandem_tokens = [r["tokens_seen"] for r in log]
+    assert tandem_tokens == sorted(tandem_tokens) and (best / "config.json").is_file()
+    with pytest.raises(InvalidArgumentError, match="does not match"):
+        train_tandem(draft, cache, config(tmp_path / "x"), tok)  # a plain draft under architecture="tandem"
+    with pytest.raises(InvalidArgumentError, match="reads primary layers"):
+        train_tandem(TandemModel(draft, primary_signature(primary), (0,)), cache, config(tmp_path / "y"), tok)
+
+
+def test_the_cli_runs_the_whole_recipe(tmp_path, tiny_model_dir, answers):
+    answers_file = tmp_path / "answers.jsonl"
+    answers_file.write_text("".join(json.dumps(a.__dict__) + "\n" for a in answers))
+    cache_dir = tmp_path / "cache"
+    assert (
+        main(
+            [
+                "data",
+                "primary",
+                "--target",
+                str(tiny_model_dir),
+                "--answers",
+                str(answers_file),
+                "--output",
+                str(cache_dir),
+                "--secondary-layers",
+                "1",
+                "--top-k",
+                "8",
+                "--max-len",
+                "64",
+            ]
+        )
+        == 0
+    )
+    for architecture in ("tandem", "draft"):
+        out = tmp_path / architecture
+        args = [
+            "train",
+            "tandem",
+            "--target",
+            str(tiny_model_dir),
+            "--cache",
+            str(cache_dir),
+            "--output",
+            str(out),
+            "--architecture",
+            architecture,
+            "--layers",
+            "1",
+            "--steps",
+            "6",
+            "--eval-every",
+            "3",
+            "--save-every",
+            "3",
+            "--eval-sequences",
+            "4",
+            "--bf16",
+            "off",
+        ]
+        assert main(args) == 0
+        assert (out / "best").is_dir() and json.loads((out / "train_config.json").read_text())["extra"][
+            "machine"
+        ]["cpu"]
+    assert (
+        main(
+            [
+                "train",
+                "tandem",
+                "--target",
+                str(tiny_model_dir),
+                "--cache",
+                str(tmp_path / "nothing"),
+                "--output",
+                str(tmp_path / "z"),
+            ]
+        )
+        == 2
+    )

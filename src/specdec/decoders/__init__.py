@@ -10,6 +10,7 @@ from specdec.decoders.methods import METHODS, make_method
 from specdec.decoders.speculative import SpeculativeSampling, coupled_verify, rejection_verify
 from specdec.decoders.stats import GenerationStats
 from specdec.decoders.stopping import StopCriteria, StreamCallback
+from specdec.decoders.tandem import TandemGeneration
 
 __all__ = [
     "METHODS",
@@ -26,6 +27,7 @@ __all__ = [
     "SpeculativeSampling",
     "StopCriteria",
     "StreamCallback",
+    "TandemGeneration",
     "autoregressive_generate",
     "bild_verify",
     "coupled_verify",

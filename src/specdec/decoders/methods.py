@@ -6,9 +6,12 @@ from specdec.decoders.autoregressive import PlainDecoding
 from specdec.decoders.bild import BiLD
 from specdec.decoders.common import DecodingMethod
 from specdec.decoders.speculative import SpeculativeSampling
+from specdec.decoders.tandem import TandemGeneration
 from specdec.errors import InvalidArgumentError
 
-METHODS: dict[str, type[DecodingMethod]] = {m.name: m for m in (PlainDecoding, SpeculativeSampling, BiLD)}
+METHODS: dict[str, type[DecodingMethod]] = {
+    m.name: m for m in (PlainDecoding, SpeculativeSampling, BiLD, TandemGeneration)
+}
 
 
 def make_method(method: str | DecodingMethod | None, have_drafter: bool) -> DecodingMethod:

@@ -6,6 +6,7 @@ from specdec.drafters.early_exit import EarlyExitDrafter
 from specdec.drafters.factory import DRAFTER_SPECS, make_drafter
 from specdec.drafters.model import ModelDrafter
 from specdec.drafters.prompt_lookup import PromptLookupDrafter, lookup_continuation
+from specdec.drafters.tandem import TandemDrafter
 
 __all__ = [
     "DRAFTER_SPECS",
@@ -16,6 +17,7 @@ __all__ = [
     "ModelDrafter",
     "PromptLookupDrafter",
     "ReducedPrecisionDrafter",
+    "TandemDrafter",
     "TruncatedDrafter",
     "lookup_continuation",
     "make_drafter",

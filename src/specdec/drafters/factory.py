@@ -9,13 +9,16 @@ from specdec.drafters.derived import ReducedPrecisionDrafter, TruncatedDrafter
 from specdec.drafters.early_exit import EarlyExitDrafter
 from specdec.drafters.model import ModelDrafter
 from specdec.drafters.prompt_lookup import PromptLookupDrafter
+from specdec.drafters.tandem import TandemDrafter
 from specdec.errors import InvalidArgumentError
 from specdec.models import PRECISIONS, load_model
+from specdec.models.tandem import TandemModel
 
 DRAFTER_SPECS = (
     "int8 | bf16 | fp16 (reduced-precision copy of the target), "
     "prompt-lookup (n-gram lookup in the context), first-N (the target's first N layers, own cache), "
     "early-exit-N (the target's first N layers on the target's cache, for early-exit-trained models), "
+    "tandem:PATH (a Tandem secondary trained by `specdec train tandem`, reading the target's states), "
     "or a model name / directory / .gguf file (an independent small model with the same tokenizer)"
 )
 
@@ -42,5 +45,7 @@ def make_drafter(
         if not layers.isdigit():
             raise InvalidArgumentError(f"drafter {spec!r}: expected early-exit-N with N a number of layers")
         return EarlyExitDrafter(target, int(layers))
+    if spec.startswith("tandem:"):
+        return TandemDrafter(TandemModel.from_pretrained(spec.removeprefix("tandem:")), tokenizer, name=spec)
     loaded = load_model(spec, **load_kwargs)
     return ModelDrafter(loaded.model, loaded.tokenizer, name=spec)

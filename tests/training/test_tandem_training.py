@@ -247,3 +247,31 @@ def test_the_cli_runs_the_whole_recipe(tmp_path, tiny_model_dir, answers):
         )
         == 2
     )
+
+
+def test_router_trains_and_sets_the_block_length(tmp_path, tok, primary, cache):
+    from specdec.drafters.tandem import TandemDrafter
+    from specdec.models.router import BlockRouter
+    from specdec.training.router import train_router
+
+    best = train_tandem(tandem_for(primary), cache, config(tmp_path / "t", steps=30, eval_every=30), tok)
+    tandem = TandemModel.from_pretrained(best)
+    report = train_router(tandem, cache, best / "router", steps=40, gamma=3, heldout_fraction=0.2)
+    assert report["heldout_mean_abs_error"] < 0.5 and 0 <= report["heldout_disagreements_caught_at_tau"] <= 1
+    router = BlockRouter.from_pretrained(best / "router")
+    plain = Pipeline(primary, tok).generate(PROMPTS[:2], max_new_tokens=16, chat=True)
+    drafts = {}
+    for tau in (0.0, 0.5, 1.0):  # stop before every token, learned, never stop
+        drafter = TandemDrafter(tandem, tok, router=router, tau=tau)
+        out = Pipeline(primary, tok, drafter=drafter).generate(
+            PROMPTS[:2], method=SpeculativeSampling(4), max_new_tokens=16, chat=True
+        )
+        assert out.token_ids == plain.token_ids
+        drafts[tau] = out.stats.proposed_tokens / out.stats.row_steps
+    assert drafts[0.0] == 0 and drafts[1.0] > 3 and drafts[0.0] <= drafts[0.5] <= drafts[1.0]
+    assert (
+        main(
+            ["train", "router", "--tandem", str(best), "--cache", str(cache.shards[0].parent), "--steps", "3"]
+        )
+        == 0
+    )

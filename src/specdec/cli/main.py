@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     from specdec.cli.train import (
         add_eval_arguments,
         add_export_arguments,
+        add_router_arguments,
         add_tandem_arguments,
         add_train_arguments,
     )
@@ -85,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
         train.add_parser(
             "tandem", help="train a Tandem secondary (or its distilled-draft baseline) on a primary cache"
         )
+    )
+    add_router_arguments(
+        train.add_parser("router", help="train a Tandem secondary's adaptive block length router")
     )
     sweep = sub.add_parser("sweep", help="quality/latency sweeps").add_subparsers(dest="what", required=True)
     from specdec.benchmarks.bild_sweep import add_arguments as add_sweep_arguments
@@ -128,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
                 from specdec.cli.train import run_train_tandem
 
                 run_train_tandem(args)
+            elif args.what == "router":
+                from specdec.cli.train import run_train_router
+
+                run_train_router(args)
             else:
                 run_export(args) if args.what == "export" else run_train(args)
         else:

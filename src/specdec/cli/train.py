@@ -340,3 +340,41 @@ def run_train_tandem(args: argparse.Namespace) -> Path:
     best = train_tandem(model, cache, config, target.tokenizer)
     print(f"best checkpoint: {best}")
     return best
+
+
+def add_router_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tandem",
+        type=Path,
+        required=True,
+        help="a trained Tandem secondary (the router goes in TANDEM/router)",
+    )
+    parser.add_argument("--cache", type=Path, required=True, help="primary cache from `specdec data primary`")
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument(
+        "--gamma", type=int, default=5, help="block length of the drafting situation it learns in"
+    )
+    parser.add_argument("--tau", type=float, default=0.8, help="the stop threshold its held-out report uses")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def run_train_router(args: argparse.Namespace) -> dict:
+    from specdec.models.tandem import TandemModel
+    from specdec.training.primary_cache import PrimaryCache
+    from specdec.training.router import train_router
+
+    report = train_router(
+        TandemModel.from_pretrained(args.tandem),
+        PrimaryCache(args.cache),
+        args.tandem / "router",
+        steps=args.steps,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        gamma=args.gamma,
+        tau=args.tau,
+        seed=args.seed,
+    )
+    print(json.dumps(report, indent=1))
+    return report

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.drafters.base import Drafter
@@ -12,13 +14,15 @@ from specdec.drafters.prompt_lookup import PromptLookupDrafter
 from specdec.drafters.tandem import TandemDrafter
 from specdec.errors import InvalidArgumentError
 from specdec.models import PRECISIONS, load_model
+from specdec.models.router import BlockRouter
 from specdec.models.tandem import TandemModel
 
 DRAFTER_SPECS = (
     "int8 | bf16 | fp16 (reduced-precision copy of the target), "
     "prompt-lookup (n-gram lookup in the context), first-N (the target's first N layers, own cache), "
     "early-exit-N (the target's first N layers on the target's cache, for early-exit-trained models), "
-    "tandem:PATH (a Tandem secondary trained by `specdec train tandem`, reading the target's states), "
+    "tandem:PATH (a Tandem secondary trained by `specdec train tandem`, reading the target's states; "
+    "tandem+router:PATH adds the adaptive block length router in PATH/router), "
     "or a model name / directory / .gguf file (an independent small model with the same tokenizer)"
 )
 
@@ -45,7 +49,9 @@ def make_drafter(
         if not layers.isdigit():
             raise InvalidArgumentError(f"drafter {spec!r}: expected early-exit-N with N a number of layers")
         return EarlyExitDrafter(target, int(layers))
-    if spec.startswith("tandem:"):
-        return TandemDrafter(TandemModel.from_pretrained(spec.removeprefix("tandem:")), tokenizer, name=spec)
+    if spec.startswith(("tandem:", "tandem+router:")):
+        kind, _, path = spec.partition(":")
+        router = BlockRouter.from_pretrained(Path(path) / "router") if kind == "tandem+router" else None
+        return TandemDrafter(TandemModel.from_pretrained(path), tokenizer, name=spec, router=router)
     loaded = load_model(spec, **load_kwargs)
     return ModelDrafter(loaded.model, loaded.tokenizer, name=spec)

@@ -38,6 +38,7 @@ def draft_autoregressively(
     sampling: SamplingConfig,
     draws: Draws,
     min_confidence: float = 0.0,
+    stop: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> DraftRun:
     """Sample up to γ tokens, calling ``step(tokens) -> next logits`` between them.
 
@@ -45,8 +46,9 @@ def draft_autoregressively(
     position uses, so a draft that agrees with the target draws the same token.
 
     With ``min_confidence`` (BiLD's α_FB) a row stops before its first token whose max p is below
-    it; once every row has stopped the target takes over (rows that stopped earlier wait for the
-    batch). The last token is not fed unless drafting stopped that way: it is only needed once
+    it, and with ``stop`` (``logits [B, V] -> [B] bool``, e.g. Tandem's router) before its first token
+    that says True; once every row has stopped the target takes over (rows that stopped earlier wait
+    for the batch). The last token is not fed unless drafting stopped that way: it is only needed once
     accepted.
     """
     logits, batch = first_logits, first_logits.shape[0]
@@ -54,8 +56,13 @@ def draft_autoregressively(
     drafting = torch.ones(batch, dtype=torch.bool)
     tokens, probs, forwards = [], [], 1
     for i in range(gamma):
-        if min_confidence > 0:
-            unsure = drafting & (max_probability(logits).cpu() < min_confidence)
+        if min_confidence > 0 or stop is not None:
+            unsure = torch.zeros(batch, dtype=torch.bool)
+            if min_confidence > 0:
+                unsure |= max_probability(logits).cpu() < min_confidence
+            if stop is not None:
+                unsure |= stop(logits).cpu()
+            unsure &= drafting
             lengths[unsure] = i
             drafting &= ~unsure
             if not drafting.any():
@@ -73,7 +80,7 @@ def draft_autoregressively(
     draft = Draft(
         tokens=torch.stack(tokens, dim=1).cpu() if tokens else torch.zeros(batch, 0, dtype=torch.long),
         probs=torch.stack(probs, dim=1) if probs else None,
-        lengths=lengths if min_confidence > 0 else None,
+        lengths=lengths if min_confidence > 0 or stop is not None else None,
     )
     return DraftRun(draft, fed_all=len(tokens) < gamma, forwards=forwards)
 

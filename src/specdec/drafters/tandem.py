@@ -19,6 +19,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from specdec.drafters.base import Draft, Drafter, Feedback
 from specdec.drafters.model import draft_autoregressively
 from specdec.engine import Engine, ExtendOutput
+from specdec.models.router import BlockRouter
 from specdec.models.tandem import TandemModel
 from specdec.models.vocabulary import check_same_vocabulary
 from specdec.sampling import Draws, SamplingConfig
@@ -27,7 +28,11 @@ _FIRST_GROWTH = 128
 
 
 class TandemDrafter(Drafter):
-    """Drafts with a :class:`~specdec.models.tandem.TandemModel` secondary for the primary it reads."""
+    """Drafts with a :class:`~specdec.models.tandem.TandemModel` secondary for the primary it reads.
+
+    With a ``router`` (adaptive block length, §3.1) a row stops drafting before the first token whose
+    predicted disagreement with the primary exceeds ``tau``; the γ the decoder asks for is the cap.
+    """
 
     has_confidence = True
 
@@ -38,8 +43,11 @@ class TandemDrafter(Drafter):
         *,
         pack_weights: bool | None = None,
         name: str = "tandem",
+        router: BlockRouter | None = None,
+        tau: float = 0.8,
     ):
         self.tandem, self.tokenizer, self.name = tandem.eval(), tokenizer, name
+        self.router, self.tau = (router.eval() if router is not None else None), tau
         self.engine = Engine(tandem.secondary, pack_weights=pack_weights)
         self.target_hidden_layers = tandem.primary_layers
 
@@ -85,11 +93,16 @@ class TandemDrafter(Drafter):
             sampling,
             draws,
             min_confidence,
+            stop=self._router_stops if self.router is not None else None,
         )
         self.draft_calls += run.forwards
         self._last = run.draft.tokens
         self._fed = run.draft.gamma if run.fed_all else run.draft.gamma - 1
         return run.draft
+
+    def _router_stops(self, logits: torch.Tensor) -> torch.Tensor:
+        embeddings = self.tandem.secondary.get_input_embeddings()
+        return torch.sigmoid(self.router(logits, embeddings)) > self.tau
 
     def _write_queue_and_feed_pending(self) -> torch.Tensor:
         """One left-padded block per row: the queued settled tokens with their primary states as layer

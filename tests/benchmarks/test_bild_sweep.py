@@ -77,3 +77,29 @@ def test_sweep_rejects_a_bad_grid(tmp_path, tiny_model_dir, capsys):
     assert "comma-separated" in capsys.readouterr().err
     assert main([*base, "--rollback", "-1"]) == 2
     assert "rollback_threshold" in capsys.readouterr().err
+
+
+def test_sweep_runs_standalone_tandem_beside_its_lossless_sps(tmp_path, tiny_model_dir, tiny_llama):
+    from specdec.models.tandem import TandemModel, primary_signature
+    from specdec.training import DraftShape, build_draft
+
+    secondary = build_draft(tiny_llama, DraftShape(num_layers=1, init="fresh"), seed=0)
+    tandem = tmp_path / "tandem"
+    TandemModel(secondary, primary_signature(tiny_llama)).save_pretrained(tandem)
+    articles, out = write_articles(tmp_path / "c.jsonl"), tmp_path / "sweep.json"
+    args = (
+        f"sweep bild --model {tiny_model_dir} --drafters tandem:{tandem} --fallback 0.5 --rollback 2 "
+        f"--tandem-gamma 2,3 --articles 2 --per-task 0 --max-new-tokens 8 --cnndm {articles} "
+        f"--out {out} --markdown {tmp_path / 'T.md'} --plot {tmp_path / 't.png'}"
+    ).split()
+    assert main(args) == 0
+    rows = {r["method"]: r for r in json.loads(out.read_text())["summary"]}
+    standalone = [m for m in rows if m.startswith("tandem[")]
+    assert sorted(standalone) == sorted(
+        f"tandem[tandem:{tandem}, γ {g}{suffix}]" for g in (2, 3) for suffix in ("", ", no free token")
+    )
+    assert rows[f"sps[tandem:{tandem}]"]["identical"] == 1.0
+    for method in standalone:  # unverified: an untrained secondary's text is not the primary's
+        assert (
+            rows[method]["identical"] < 1.0 and "rougeL" in rows[method] and "speedup_vs_sps" in rows[method]
+        )

@@ -232,6 +232,45 @@ def test_the_cli_runs_the_whole_recipe(tmp_path, tiny_model_dir, answers):
         assert (out / "best").is_dir() and json.loads((out / "train_config.json").read_text())["extra"][
             "machine"
         ]["cpu"]
+    text_source = tmp_path / "books.jsonl"
+    words = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "near", "the", "cat"]
+    text_source.write_text(
+        "".join(json.dumps({"text": " ".join(words[i:] + words[:i]) * 8}) + "\n" for i in range(6))
+    )
+    text_file = tmp_path / "text.jsonl"
+    target = ["--target", str(tiny_model_dir)]
+    text_args = ["--source", str(text_source), "--count", "6", "--tokens", "40", "--output", str(text_file)]
+    assert main(["data", "text", *target, *text_args]) == 0
+    text_cache = tmp_path / "text-cache"
+    primary_args = ["--secondary-layers", "1", "--top-k", "8", "--max-len", "64", "--output", str(text_cache)]
+    assert main(["data", "primary", *target, "--answers", str(text_file), *primary_args]) == 0
+    report_file, markdown = tmp_path / "eval.json", tmp_path / "TANDEM.md"
+    eval_args = [
+        "eval-tandem",
+        *(
+            "--model",
+            f"tandem={tmp_path / 'tandem' / 'best'}",
+            "--model",
+            f"draft={tmp_path / 'draft' / 'best'}",
+        ),
+        *("--cache", f"answers={cache_dir}", "--cache", f"text={text_cache}"),
+        *("--run", f"tandem={tmp_path / 'tandem'}", "--run", f"draft={tmp_path / 'draft'}"),
+        *("--heldout-fraction", "0.3", "--skip", "4", "--gamma-train", "2"),
+        *("--out", str(report_file), "--markdown", str(markdown), "--plot", str(tmp_path / "budget.png")),
+    ]
+    assert main(eval_args) == 0
+    report = json.loads(report_file.read_text())
+    for cache_name in ("answers", "text"):
+        for name in ("tandem", "draft"):
+            row = report["tables"][cache_name][name]
+            assert row["positions"] > 0 and 0 < row["relative_tv"] <= 1 and row["ce_gt"] > 0
+            # Two implementations of agreement with the primary must give one number.
+            assert row["relative_accuracy"] == pytest.approx(row["heldout_agreement"])
+            if cache_name == "answers":  # the answers are the primary's own greedy choices
+                assert row["accuracy_gt"] == pytest.approx(row["relative_accuracy"])
+    steps = [p["tokens_seen"] for p in report["budget"]["tandem"]]
+    assert len(steps) == 2 and steps[0] < steps[1]
+    assert "| tandem |" in markdown.read_text() and (tmp_path / "budget.png").stat().st_size > 0
     assert (
         main(
             [
@@ -275,3 +314,25 @@ def test_router_trains_and_sets_the_block_length(tmp_path, tok, primary, cache):
         )
         == 0
     )
+
+
+def test_text_samples_cut_documents_into_scored_continuations(tmp_path, tok):
+    from specdec.training.answers import read_answers, text_samples, write_answers
+
+    source = tmp_path / "t.jsonl"
+    source.write_text(
+        "".join(json.dumps({"text": f"doc {i} " + "the fox and the dog " * 30}) + "\n" for i in range(5))
+    )
+    samples = text_samples(source, tok, count=3, length=12)
+    assert len(samples) == 3 and all(len(s.prompt_ids) == 1 and len(s.answer_ids) == 11 for s in samples)
+    write_answers(tmp_path / "out.jsonl", samples)
+    assert read_answers(tmp_path / "out.jsonl") == samples
+    with pytest.raises(DataNotFoundError):
+        text_samples(tmp_path / "missing.jsonl", tok, 1)
+
+
+def test_a_cache_resumes_only_from_the_same_answers_in_the_same_order(tmp_path, primary, answers):
+    spec = CacheSpec("tiny", (2,), top_k=4, max_len=64)
+    build_primary_cache(primary, answers[:20], tmp_path, spec, shard_size=16)
+    with pytest.raises(InvalidArgumentError, match="built differently"):
+        build_primary_cache(primary, answers[:20][::-1], tmp_path, spec, shard_size=16)

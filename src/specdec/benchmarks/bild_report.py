@@ -86,7 +86,7 @@ def _add_sps_ratios(rows: list[dict]) -> None:
     }
     for r in rows:
         ref = sps.get((r["setup"], r["dataset"], _small_model(r["method"])))
-        if r["method"].startswith("bild[") and ref is not None:
+        if r["method"].startswith(("bild[", "tandem[")) and ref is not None:
             r["speedup_vs_sps"] = ref["time_s"] / r["time_s"]
             if "rougeL" in r:
                 r["rougeL_vs_sps"] = r["rougeL"] - ref["rougeL"]
@@ -132,7 +132,7 @@ def write_sweep_markdown(report: dict, path: Path, plot_path: Path | None) -> No
         "",
     ]
     if plot_path is not None:
-        lines += [f"![quality vs latency]({_relative(plot_path, path.parent)})", ""]
+        lines += [f"![quality vs latency]({relative_link(plot_path, path.parent)})", ""]
     lines += ["## Targets (CNN/DM)", ""]
     for (setup, small), best in best_settings(rows).items():
         a, b = best["vs_sps_at_matched_rouge"], best["vs_plain_within_1_point"]
@@ -164,7 +164,7 @@ def write_sweep_markdown(report: dict, path: Path, plot_path: Path | None) -> No
     path.write_text("\n".join(lines) + "\n")
 
 
-def _relative(target: Path, start: Path) -> str:
+def relative_link(target: Path, start: Path) -> str:
     try:
         return str(target.resolve().relative_to(start.resolve()))
     except ValueError:

@@ -3,7 +3,8 @@
 Each *setup* is a large model with its small models: the default target with separate drafts, and
 optionally an early-exit-trained model with its own first layers (``--early-exit``). For every
 setup and prompt, plain decoding, lossless SpS with each small model and BiLD over the
-(α_FB, α_RB) grid run back to back (interleaved, so machine drift hits all alike). Quality is
+(α_FB, α_RB) grid run back to back (interleaved, so machine drift hits all alike); a Tandem small
+model (``tandem:PATH``) also generates standalone (Tandem §3, not verified) at ``--tandem-gamma``. Quality is
 ROUGE-L against the CNN/DM references, plus agreement with the setup's own plain output on
 CNN/DM and Spec-Bench. Latency is each method's total time over the setup's plain time.
 """
@@ -20,7 +21,7 @@ from specdec.benchmarks.bild_report import plot, summarize_sweep, write_sweep_ma
 from specdec.benchmarks.data import cnndm_path, load_cnndm, load_spec_bench, spec_bench_path
 from specdec.benchmarks.progress import progress_bar
 from specdec.benchmarks.report import machine_info
-from specdec.decoders import BiLD, DecodingMethod, PlainDecoding, SpeculativeSampling
+from specdec.decoders import BiLD, DecodingMethod, PlainDecoding, SpeculativeSampling, TandemGeneration
 from specdec.drafters import make_drafter
 from specdec.errors import InvalidArgumentError
 from specdec.models import load_model
@@ -32,11 +33,12 @@ class SweepMethod:
     name: str
     drafter: str | None = None  # None: plain decoding
     bild: BiLD | None = None  # None with a drafter: lossless SpS
+    standalone: TandemGeneration | None = None  # a Tandem secondary generating on its own
 
     def decoding(self) -> DecodingMethod:
         if self.drafter is None:
             return PlainDecoding()
-        return self.bild if self.bild is not None else SpeculativeSampling()
+        return self.bild or self.standalone or SpeculativeSampling()
 
 
 @dataclass
@@ -66,6 +68,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fallback", default="0.3,0.5,0.7", help="α_FB values")
     parser.add_argument("--rollback", default="2,4,6", help="α_RB values ('inf': no rollback)")
     parser.add_argument("--max-small-tokens", type=int, default=10)
+    parser.add_argument(
+        "--tandem-gamma",
+        default="3",
+        help="block lengths of standalone Tandem generation, for each tandem:PATH small model "
+        "(with and without the primary's free token)",
+    )
     parser.add_argument("--articles", type=int, default=6, help="CNN/DM articles")
     parser.add_argument("--article-words", type=int, default=300)
     parser.add_argument("--per-task", type=int, default=1, help="Spec-Bench prompts per task (0: skip)")
@@ -84,10 +92,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def plan(drafters: dict, fallbacks: list[float], rollbacks: list[float], cap: int) -> list[SweepMethod]:
+def plan(
+    drafters: dict, fallbacks: list[float], rollbacks: list[float], cap: int, tandem_gammas: tuple = ()
+) -> list[SweepMethod]:
     methods = [SweepMethod("plain")]
     for spec, drafter in drafters.items():
         methods.append(SweepMethod(f"sps[{spec}]", spec))
+        for gamma in tandem_gammas if spec.startswith("tandem") else ():
+            for free in (True, False):
+                name = f"tandem[{spec}, γ {gamma}{'' if free else ', no free token'}]"
+                methods.append(SweepMethod(name, spec, standalone=TandemGeneration(gamma, free)))
         # For a drafter without a confidence (prompt lookup) α_FB would change nothing.
         for fb in fallbacks if drafter.has_confidence else [0.0]:
             for rb in rollbacks:
@@ -100,7 +114,8 @@ def _setup(name: str, model: str, specs: list[str], args: argparse.Namespace) ->
     loaded = load_model(model, cache_dir=args.cache_dir)
     pipe = Pipeline(loaded.model, loaded.tokenizer)
     drafters = {s: make_drafter(s, loaded.model, loaded.tokenizer, cache_dir=args.cache_dir) for s in specs}
-    grid = plan(drafters, _floats(args.fallback), _floats(args.rollback), args.max_small_tokens)
+    gammas = tuple(int(g) for g in _floats(args.tandem_gamma))
+    grid = plan(drafters, _floats(args.fallback), _floats(args.rollback), args.max_small_tokens, gammas)
     return Setup(name, pipe, drafters, grid)
 
 
@@ -159,6 +174,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
             "fallback": args.fallback,
             "rollback": args.rollback,
             "max_small_tokens": args.max_small_tokens,
+            "tandem_gamma": args.tandem_gamma,
             "articles": args.articles,
             "article_words": args.article_words,
             "spec_bench_per_task": args.per_task,
@@ -167,7 +183,13 @@ def run_from_args(args: argparse.Namespace) -> dict:
         },
         "methods": {
             s.name: [
-                {"name": m.name, "drafter": m.drafter, "bild": m.bild and vars(m.bild)} for m in s.methods
+                {
+                    "name": m.name,
+                    "drafter": m.drafter,
+                    "bild": m.bild and vars(m.bild),
+                    "standalone": m.standalone and vars(m.standalone),
+                }
+                for m in s.methods
             ]
             for s in setups
         },

@@ -1,4 +1,5 @@
-"""``specdec data answers``: the target's own answers to training prompts, generated once and cached.
+"""``specdec data answers | text | primary``: the target's own answers to training prompts, generated
+once and cached; held-out human text in the same format; the primary's outputs over either.
 
 Generation is the long pole of every training campaign (hours on a CPU), so it is a command of its
 own: run it once (in the background, with ``nohup``), rerun the same command to resume after an
@@ -8,6 +9,7 @@ interruption, and point ``specdec train ...`` at the file it prints.
 from __future__ import annotations
 
 import argparse
+import random
 import time
 from pathlib import Path
 
@@ -62,6 +64,26 @@ def run_answers(args: argparse.Namespace) -> Path:
     return path
 
 
+def add_text_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", default="smollm2-135m", help="whose tokenizer cuts the text")
+    parser.add_argument("--source", type=Path, required=True, help="a JSONL(.gz) of {'text': ...} rows")
+    parser.add_argument("--count", type=int, default=256, help="documents (one sample each)")
+    parser.add_argument("--tokens", type=int, default=256, help="tokens per sample")
+    parser.add_argument("--output", type=Path, required=True, help="the answers-format JSONL to write")
+    parser.add_argument("--cache-dir", default=None)
+
+
+def run_text(args: argparse.Namespace) -> Path:
+    from specdec.models import load_model
+    from specdec.training.answers import text_samples, write_answers
+
+    tokenizer = load_model(args.target, cache_dir=args.cache_dir).tokenizer
+    samples = text_samples(args.source, tokenizer, args.count, args.tokens)
+    write_answers(args.output, samples)
+    print(f"{len(samples)} samples, {sum(len(s.answer_ids) for s in samples)} tokens: {args.output}")
+    return args.output
+
+
 def add_primary_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default="smollm2-135m", help="the primary whose outputs are cached")
     parser.add_argument(
@@ -80,6 +102,12 @@ def add_primary_arguments(parser: argparse.ArgumentParser) -> None:
         "--dtype", default="float32", help="the primary's dtype for this pass (bf16 on AVX-512 BF16)"
     )
     parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument(
+        "--shuffle-seed",
+        type=int,
+        default=0,
+        help="answers from all files are mixed by this seed, so the held-out tail spans every source",
+    )
     parser.add_argument("--cache-dir", default=None)
 
 
@@ -104,6 +132,8 @@ def run_primary(args: argparse.Namespace) -> Path:
     if not all(0 <= h <= depth for h in layers):
         raise InvalidArgumentError(f"hidden-state indices must be in [0, {depth}], got {list(layers)}")
     answers = [a for path in args.answers for a in read_answers(Path(path))]
+    order = random.Random(args.shuffle_seed).sample(range(len(answers)), len(answers))
+    answers = [answers[i] for i in order]
     spec = CacheSpec(
         f"{target.source}:{target.model.dtype}", tuple(sorted(set(layers))), args.top_k, args.max_len
     )

@@ -95,10 +95,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_sweep_arguments(sweep.add_parser("bild", help="BiLD (α_FB, α_RB) grid vs plain and SpS"))
     add_eval_arguments(sub.add_parser("eval-draft", help="agreement, α and SpS tokens/call of a draft"))
+    from specdec.benchmarks.tandem_eval import add_arguments as add_tandem_eval_arguments
+
+    add_tandem_eval_arguments(
+        sub.add_parser("eval-tandem", help="Tandem's Table 1, accepted tokens per block and budget curve")
+    )
     data = sub.add_parser("data", help="training data").add_subparsers(dest="what", required=True)
-    from specdec.cli.data import add_answers_arguments, add_primary_arguments
+    from specdec.cli.data import add_answers_arguments, add_primary_arguments, add_text_arguments
 
     add_answers_arguments(data.add_parser("answers", help="the target's own answers to prompts, cached"))
+    add_text_arguments(data.add_parser("text", help="held-out human text in the answers format"))
     add_primary_arguments(
         data.add_parser("primary", help="the primary's hidden states and top-k logits, cached")
     )
@@ -119,10 +125,14 @@ def main(argv: list[str] | None = None) -> int:
             from specdec.benchmarks.bild_sweep import run_from_args as run_sweep
 
             run_sweep(args)
-        elif args.command == "data":
-            from specdec.cli.data import run_answers, run_primary
+        elif args.command == "eval-tandem":
+            from specdec.benchmarks.tandem_eval import run_from_args as run_tandem_eval
 
-            run_answers(args) if args.what == "answers" else run_primary(args)
+            run_tandem_eval(args)
+        elif args.command == "data":
+            from specdec.cli.data import run_answers, run_primary, run_text
+
+            {"answers": run_answers, "text": run_text, "primary": run_primary}[args.what](args)
         elif args.command in ("train", "eval-draft"):
             from specdec.cli.train import run_eval, run_export, run_train
 

@@ -265,7 +265,10 @@ def add_tandem_arguments(parser: argparse.ArgumentParser) -> None:
     opt.add_argument("--warmup", type=int, default=50)
     opt.add_argument("--lambda", dest="distill_weight", type=float, default=0.5)
     opt.add_argument("--eval-every", type=int, default=100)
-    opt.add_argument("--eval-sequences", type=int, default=64)
+    opt.add_argument("--eval-sequences", type=int, default=64, help="held-out sequences for selection")
+    opt.add_argument(
+        "--heldout-fraction", type=float, default=0.05, help="the cache's tail kept out of training"
+    )
     opt.add_argument("--save-every", type=int, default=200)
     opt.add_argument("--seed", type=int, default=0)
     opt.add_argument("--resume", action="store_true")
@@ -308,6 +311,7 @@ def run_train_tandem(args: argparse.Namespace) -> Path:
         distill_weight=args.distill_weight,
         eval_every=args.eval_every,
         eval_sequences=args.eval_sequences,
+        heldout_fraction=args.heldout_fraction,
         save_every=args.save_every,
         seed=args.seed,
         resume=args.resume,

@@ -120,6 +120,32 @@ def generate_answers(
     return answers
 
 
+def text_samples(path: Path, tokenizer, count: int, length: int = 256) -> list[TargetAnswer]:
+    """Human text in the answers format, for scoring next-token prediction on held-out text (Tandem's
+    Table 1): ``length`` tokens from the middle of each of ``count`` documents spread through ``path``
+    (a ``text`` JSONL, optionally gzipped); the first token is the "prompt", the rest is scored."""
+    file = Path(path)
+    if not file.is_file():
+        raise DataNotFoundError(f"text file not found: {file}")
+    opener = gzip.open if file.name.endswith(".gz") else open
+    with opener(file, "rt", encoding="utf-8") as lines:
+        texts = [t for t in (json.loads(line).get("text", "") for line in lines) if len(t) > 200]
+    if not texts:
+        raise EmptyDataError(f"no documents with text found in {file}")
+    samples = []
+    for text in texts[:: max(1, len(texts) // count)][:count]:
+        middle = text[len(text) // 2 :]
+        ids = tokenizer(middle[: length * 8], add_special_tokens=False)["input_ids"][1 : length + 1]
+        if len(ids) > 1:  # the first token may be a cut word; drop it
+            samples.append(TargetAnswer(ids[:1], ids[1:]))
+    return samples
+
+
+def write_answers(path: Path, answers: Sequence[TargetAnswer]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(a.__dict__) + "\n" for a in answers))
+
+
 def read_answers(path: Path) -> list[TargetAnswer]:
     """A cache file written by :func:`generate_answers` (``specdec data answers`` prints its path)."""
     if not Path(path).is_file():

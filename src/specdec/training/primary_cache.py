@@ -12,6 +12,7 @@ renamed), so an interrupted run resumes at the first missing shard; they are rea
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -62,7 +63,13 @@ def build_primary_cache(
     """Run ``primary`` over every answer's sequence and store what training needs (resumable by shard)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    meta = {**spec.as_dict(), "sequences": len(answers), "shard_size": shard_size}
+    digest = hashlib.sha256(json.dumps([[a.prompt_ids, a.answer_ids] for a in answers]).encode())
+    meta = {
+        **spec.as_dict(),
+        "sequences": len(answers),
+        "shard_size": shard_size,
+        "answers_sha256": digest.hexdigest(),  # same answers in the same order, or no resuming
+    }
     if (folder / META).is_file() and json.loads((folder / META).read_text()) != meta:
         raise InvalidArgumentError(f"{folder} holds a primary cache built differently; use another folder")
     (folder / META).write_text(json.dumps(meta, indent=1))

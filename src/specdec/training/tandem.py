@@ -51,7 +51,7 @@ class TandemTrainConfig:
     gamma: int = 2  # γ_train, the block length of the training mask
     distill_weight: float = 0.5
     temperature: float = 1.0
-    heldout_fraction: float = 0.02
+    heldout_fraction: float = 0.05
     eval_every: int = 100
     eval_sequences: int = 64
     save_every: int = 200
@@ -158,7 +158,7 @@ def _save(model, folder: Path, tokenizer: PreTrainedTokenizerBase | None) -> Non
         tokenizer.save_pretrained(folder / "secondary" if isinstance(model, TandemModel) else folder)
 
 
-def _load(kind: str, folder: Path) -> TandemModel | PreTrainedModel:
+def load_checkpoint(kind: str, folder: Path) -> TandemModel | PreTrainedModel:
     if kind == "tandem":
         return TandemModel.from_pretrained(folder)
     return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
@@ -189,7 +189,7 @@ def train_tandem(
     start_step, best, log_path = 0, None, output / "log.jsonl"
     checkpoints = _checkpoints(output) if config.resume else []
     if checkpoints:
-        model = _load(config.architecture, checkpoints[-1])
+        model = load_checkpoint(config.architecture, checkpoints[-1])
     secondary = model.secondary if isinstance(model, TandemModel) else model
     secondary.get_input_embeddings().weight.requires_grad_(False)  # the shared vocabulary stays the target's
     if secondary.get_output_embeddings() is not None:

@@ -177,7 +177,7 @@ def test_the_baseline_draft_trains_on_the_same_batches(tmp_path, tok, primary, c
         train_tandem(TandemModel(draft, primary_signature(primary), (0,)), cache, config(tmp_path / "y"), tok)
 
 
-def test_the_cli_runs_the_whole_recipe(tmp_path, tiny_model_dir, answers):
+def test_the_cli_runs_the_whole_recipe(tmp_path, tiny_model_dir, answers, monkeypatch):
     answers_file = tmp_path / "answers.jsonl"
     answers_file.write_text("".join(json.dumps(a.__dict__) + "\n" for a in answers))
     cache_dir = tmp_path / "cache"
@@ -271,6 +271,28 @@ def test_the_cli_runs_the_whole_recipe(tmp_path, tiny_model_dir, answers):
     steps = [p["tokens_seen"] for p in report["budget"]["tandem"]]
     assert len(steps) == 2 and steps[0] < steps[1]
     assert "| tandem |" in markdown.read_text() and (tmp_path / "budget.png").stat().st_size > 0
+    dest = tmp_path / "drafts"
+    export = ["train", "export", "--draft", str(tmp_path / "tandem" / "best"), "--base", str(tiny_model_dir)]
+    assert main([*export, "--name", "tiny-tandem", "--dest", str(dest)]) == 0
+    manifest = json.loads((dest / "tiny-tandem" / "secondary" / "specdec_draft.json").read_text())
+    assert "model.embed_tokens.weight" in manifest["shared"] and manifest["training_config"]["steps"] == 6
+    from specdec.drafters import make_drafter
+    from specdec.models import load_model, packaged
+
+    monkeypatch.setattr(packaged, "DRAFTS_DIR", dest)
+    target = load_model(tiny_model_dir)
+    drafter = make_drafter("tandem:tiny-tandem", target.model, target.tokenizer, cache_dir=tmp_path / "c")
+    trained = TandemModel.from_pretrained(tmp_path / "tandem" / "best")
+    theirs = dict(trained.named_parameters())
+    for name, mine in drafter.tandem.named_parameters():  # shared with the base: exact; its own: bf16
+        shared = "embed_tokens" in name or "lm_head" in name
+        torch.testing.assert_close(mine, theirs[name] if shared else theirs[name].to(torch.bfloat16).float())
+    prompts = ["the quick fox", "def add(a, b):"]
+    plain = Pipeline(target.model, target.tokenizer).generate(prompts, max_new_tokens=12)
+    spec = Pipeline(target.model, target.tokenizer, drafter=drafter).generate(
+        prompts, method=SpeculativeSampling(3), max_new_tokens=12
+    )
+    assert spec.token_ids == plain.token_ids
     assert (
         main(
             [

@@ -68,7 +68,9 @@ def _add_shape_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--draft", required=True, type=Path, help="trained draft folder (e.g. OUTPUT/final)")
+    parser.add_argument(
+        "--draft", required=True, type=Path, help="trained draft or Tandem folder (e.g. OUTPUT/best)"
+    )
     parser.add_argument("--base", default="smollm2-135m", help="model whose tensors the draft shares")
     parser.add_argument("--name", required=True, help="name to load it by, e.g. smollm2-135m-draft")
     parser.add_argument("--eval-report", type=Path, default=None, help="eval-draft JSON to record beside it")
@@ -218,15 +220,16 @@ def run_eval(args: argparse.Namespace) -> dict:
 
 
 def run_export(args: argparse.Namespace) -> Path:
-    """Package a trained draft (bf16, shared base tensors by reference) so it loads by name."""
+    """Package a trained draft or Tandem secondary (bf16, shared base tensors by reference) so it loads by
+    name."""
     from transformers import AutoModelForCausalLM
 
     from specdec.models import load_model
     from specdec.models.packaged import DRAFTS_DIR
-    from specdec.training.export import export_draft
+    from specdec.models.tandem import CONFIG_FILE as TANDEM_CONFIG
+    from specdec.training.export import export_draft, export_tandem
 
     base = load_model(args.base)
-    draft = AutoModelForCausalLM.from_pretrained(args.draft, dtype=torch.float32)
     run_dir = args.draft.parent
     info = {
         "training_config": json.loads((run_dir / "train_config.json").read_text()),
@@ -235,8 +238,13 @@ def run_export(args: argparse.Namespace) -> Path:
     if args.eval_report:
         info["eval"] = json.loads(args.eval_report.read_text())
     folder = (args.dest or DRAFTS_DIR) / args.name
-    export_draft(draft, folder, args.base, base.model, info)
-    print(f"packaged draft written to {folder}")
+    if (args.draft / TANDEM_CONFIG).is_file():
+        export_tandem(args.draft, folder, args.base, base.model, info)
+    else:
+        draft = AutoModelForCausalLM.from_pretrained(args.draft, dtype=torch.float32)
+        export_draft(draft, folder, args.base, base.model, info)
+    kind = "Tandem secondary" if (folder / TANDEM_CONFIG).is_file() else "draft"
+    print(f"packaged {kind} written to {folder}")
     return folder
 
 

@@ -13,7 +13,8 @@ from specdec.drafters.model import ModelDrafter
 from specdec.drafters.prompt_lookup import PromptLookupDrafter
 from specdec.drafters.tandem import TandemDrafter
 from specdec.errors import InvalidArgumentError
-from specdec.models import PRECISIONS, load_model
+from specdec.models import PRECISIONS, default_cache_dir, load_model
+from specdec.models.packaged import packaged_tandem_folder, packaged_tandems
 from specdec.models.router import BlockRouter
 from specdec.models.tandem import TandemModel
 
@@ -51,7 +52,21 @@ def make_drafter(
         return EarlyExitDrafter(target, int(layers))
     if spec.startswith(("tandem:", "tandem+router:")):
         kind, _, path = spec.partition(":")
-        router = BlockRouter.from_pretrained(Path(path) / "router") if kind == "tandem+router" else None
-        return TandemDrafter(TandemModel.from_pretrained(path), tokenizer, name=spec, router=router)
+        folder = tandem_folder(path, load_kwargs.get("cache_dir"))
+        router = BlockRouter.from_pretrained(folder / "router") if kind == "tandem+router" else None
+        return TandemDrafter(TandemModel.from_pretrained(folder), tokenizer, name=spec, router=router)
     loaded = load_model(spec, **load_kwargs)
     return ModelDrafter(loaded.model, loaded.tokenizer, name=spec)
+
+
+def tandem_folder(name_or_path: str, cache_dir: str | None = None) -> Path:
+    """A Tandem folder: a path, or the name of a packaged secondary (rebuilt in the cache once)."""
+    if Path(name_or_path).is_dir() or name_or_path not in (tandems := packaged_tandems()):
+        return Path(name_or_path)
+
+    def load_base(base: str):
+        loaded = load_model(base, cache_dir=cache_dir)
+        return loaded.model, loaded.tokenizer
+
+    cache = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+    return packaged_tandem_folder(name_or_path, tandems[name_or_path], cache, load_base)

@@ -1,5 +1,9 @@
 """Trained drafts shipped inside the package, small because they reuse their target's embeddings.
 
+A packaged Tandem secondary (``tandem.json`` at its top) holds its secondary as such a draft in
+``secondary/``, beside its projections (bf16) and, if trained, its router; loading rebuilds the
+secondary the same way and copies the rest next to it, giving a folder ``TandemModel`` reads.
+
 A packaged draft folder holds the draft's config, its own weights in bf16 (``draft.safetensors``,
 without the tensors it shares with its base model) and ``specdec_draft.json`` naming the base and
 the shared tensors. Loading rebuilds a plain HF folder in the cache (base tensors + draft tensors,
@@ -11,6 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,6 +36,37 @@ def packaged_drafts() -> dict[str, Path]:
     if not DRAFTS_DIR.is_dir():
         return {}
     return {p.name: p for p in sorted(DRAFTS_DIR.iterdir()) if (p / MANIFEST).is_file()}
+
+
+def packaged_tandems() -> dict[str, Path]:
+    from specdec.models.tandem import CONFIG_FILE  # models.tandem needs the engine, which loads models
+
+    if not DRAFTS_DIR.is_dir():
+        return {}
+    return {p.name: p for p in sorted(DRAFTS_DIR.iterdir()) if (p / CONFIG_FILE).is_file()}
+
+
+def packaged_tandem_folder(name: str, folder: Path, cache_dir: Path, load_base: BaseLoader) -> Path:
+    """The cached Tandem folder of packaged secondary ``name`` (see the module docstring)."""
+    from specdec.models.tandem import SECONDARY_DIR
+
+    target = cache_dir / name
+    packaged_folder(SECONDARY_DIR, folder / SECONDARY_DIR, target, load_base)
+    for item in folder.iterdir():
+        if item.is_file() and item.name != "README.md":
+            _copy_if_changed(item, target / item.name)
+        elif item.is_dir() and item.name != SECONDARY_DIR:  # the router
+            for file in item.iterdir():
+                _copy_if_changed(file, target / item.name / file.name)
+    return target
+
+
+def _copy_if_changed(source: Path, destination: Path) -> None:
+    if not destination.is_file() or destination.read_bytes() != source.read_bytes():
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        tmp = destination.with_name(f".{destination.name}.tmp")
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, destination)
 
 
 def packaged_folder(name: str, folder: Path, cache_dir: Path, load_base: BaseLoader) -> Path:

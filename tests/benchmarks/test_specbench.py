@@ -6,6 +6,7 @@ from specdec.benchmarks.data import SPEC_BENCH_TASKS, load_spec_bench
 from specdec.benchmarks.report import bootstrap_interval
 from specdec.benchmarks.specbench import plan_methods, rotated
 from specdec.cli.main import main
+from specdec.drafters import PromptLookupDrafter
 
 
 def write_questions(path, per_category: int = 3):
@@ -81,6 +82,15 @@ def test_sampled_bench_compares_verify_rules_against_seeded_plain_decoding(tmp_p
     assert summary["_reference"] == "ours-plain"
     assert summary["ours-sps[first-1]"]["identical_to_reference"] == 1.0  # coupled: same seed, same text
     assert "sampled: temperature 0.9" in md.read_text()
+    single = {(r["method"], r["question_id"]): r["tokens"] for r in json.loads(out.read_text())["records"]}
+    assert main([*args, "--num-samples", "3"]) == 0
+    report = json.loads(out.read_text())
+    assert report["summary"]["ours-sps[first-1]"]["identical_to_reference"] == 1.0
+    for r in report["records"]:  # sample 0 is the single-sample run's text (keyed draws), then two more
+        first = single[(r["method"], r["question_id"])]
+        assert r["tokens"][: len(first)] == first and len(r["tokens"]) >= len(first) + 2
+    assert "3 samples per prompt" in md.read_text()
+    assert main([*args[: args.index("--temperature")], "--num-samples", "2"]) == 2  # greedy: one sample
 
 
 def test_missing_prompts_file_is_a_clear_error(tmp_path, tiny_model_dir, capsys):
@@ -89,10 +99,15 @@ def test_missing_prompts_file_is_a_clear_error(tmp_path, tiny_model_dir, capsys)
 
 
 def test_method_order_rotates_through_every_method():
-    methods = plan_methods(["a", "b"], [], with_hf=True)
+    methods = plan_methods({"a": PromptLookupDrafter(), "b": PromptLookupDrafter()}, [], with_hf=True)
     orders = [rotated(methods, turn) for turn in range(len(methods))]
     assert all(sorted(m.name for m in order) == sorted(m.name for m in methods) for order in orders)
     assert [order[0].name for order in orders] == [m.name for m in methods]
+
+
+def test_hf_assisted_runs_only_where_hf_has_an_equivalent():
+    names = [m.name for m in plan_methods({"lookup": PromptLookupDrafter(), "tandem": object()}, [], True)]
+    assert names == ["hf-plain", "ours-plain", "hf-assisted[lookup]", "ours-sps[lookup]", "ours-sps[tandem]"]
 
 
 def records(times: list[float], tokens: int = 10) -> list[dict]:

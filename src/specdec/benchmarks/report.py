@@ -142,7 +142,8 @@ def write_markdown(report: dict, path: Path) -> None:
         f"- versions: Python {m['python']}, torch {m['torch']}, transformers {m['transformers']}",
         f"- date: {m['date']}; command: `{m['command']}`",
         f"- target: {cfg['model']} (fp32); {cfg['prompts']} Spec-Bench prompts ({cfg['per_task']} per task, "
-        f"first turn, chat template), max_new_tokens={cfg['max_new_tokens']}, {cfg['decoding']}",
+        f"first turn, chat template), max_new_tokens={cfg['max_new_tokens']}, {cfg['decoding']}"
+        + (f", {cfg['num_samples']} samples per prompt" if cfg.get("num_samples", 1) > 1 else ""),
         "",
         f"## Spec-Bench ({cfg['decoding']}), all methods in one run",
         "",

@@ -22,6 +22,7 @@ from specdec.benchmarks.progress import progress_bar
 from specdec.benchmarks.report import machine_info, summarize, write_markdown
 from specdec.decoders import PlainDecoding, SpeculativeSampling
 from specdec.drafters import ModelDrafter, PromptLookupDrafter, make_drafter
+from specdec.errors import InvalidArgumentError
 from specdec.models import load_model
 from specdec.pipeline import Pipeline
 
@@ -57,6 +58,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--top-p", type=float, default=1.0)
     parser.add_argument(
+        "--num-samples",
+        type=int,
+        default=1,
+        help="completions per prompt for our methods (with --temperature > 0); tokens/s counts them all",
+    )
+    parser.add_argument(
         "--verify",
         default="coupled",
         help="SpS verify rules to run when sampling: coupled, rejection or both",
@@ -80,13 +87,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def has_hf_equivalent(drafter) -> bool:
+    """HF assisted generation takes an independent assistant model or prompt lookup, nothing else
+    (not drafters that read the target's states, like Tandem or an early exit)."""
+    return isinstance(drafter, (ModelDrafter, PromptLookupDrafter))
+
+
 def plan_methods(
-    drafters: list[str], heuristic_for: list[str], with_hf: bool, verify: tuple[str, ...] = ("coupled",)
+    drafters: dict,
+    heuristic_for: list[str],
+    with_hf: bool,
+    verify: tuple[str, ...] = ("coupled",),
 ) -> list[BenchMethod]:
     methods = [BenchMethod("hf-plain", "hf-plain")] if with_hf else []
     methods += [BenchMethod("ours-plain", "plain")]
-    for spec in drafters:
-        if with_hf:
+    for spec, drafter in drafters.items():
+        if with_hf and has_hf_equivalent(drafter):
             methods.append(BenchMethod(f"hf-assisted[{spec}]", "hf-assisted", spec))
         for rule in verify:
             suffix = "" if rule == "coupled" else f", {rule}"
@@ -105,12 +121,9 @@ def rotated(methods: list[BenchMethod], turn: int) -> list[BenchMethod]:
 class Runner:
     """Holds the models and drafters once; runs one method on one prompt."""
 
-    def __init__(self, model, tokenizer, drafter_specs: list[str], cache_dir, sampling: dict):
+    def __init__(self, model, tokenizer, drafters: dict, sampling: dict, num_samples: int = 1):
         self.model, self.tokenizer, self.sampling = model, tokenizer, sampling
-        self.pipe = Pipeline(model, tokenizer)
-        self.drafters = {
-            spec: make_drafter(spec, model, tokenizer, cache_dir=cache_dir) for spec in drafter_specs
-        }
+        self.pipe, self.drafters, self.num_samples = Pipeline(model, tokenizer), drafters, num_samples
 
     def run(self, method: BenchMethod, prompt_ids: list[int], max_new_tokens: int, seed: int = 0) -> dict:
         if method.kind.startswith("hf"):
@@ -122,9 +135,15 @@ class Runner:
             gamma = int(method.gamma) if method.gamma.isdigit() else method.gamma
             decoding = SpeculativeSampling(gamma, method.verify)
         out = pipe.generate(
-            prompt_ids, method=decoding, max_new_tokens=max_new_tokens, seed=seed, **self.sampling
+            prompt_ids,
+            method=decoding,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+            num_samples=self.num_samples,
+            **self.sampling,
         )
-        return {"tokens": out.token_ids[0], "time": out.stats.total_time, "stats": out.stats.as_dict()}
+        tokens = [t for row in out.token_ids for t in row]  # every sample's tokens, in order
+        return {"tokens": tokens, "time": out.stats.total_time, "stats": out.stats.as_dict()}
 
     def _run_hf(self, method: BenchMethod, prompt_ids: list[int], max_new_tokens: int) -> dict:
         kwargs = dict(
@@ -156,14 +175,20 @@ def run_from_args(args: argparse.Namespace) -> dict:
     path = args.spec_bench or spec_bench_path()
     prompts = load_spec_bench(path, args.per_task)[: args.limit]
     loaded = load_model(args.model, cache_dir=args.cache_dir)
-    drafters = [d for d in args.drafters.split(",") if d]
+    drafters = {
+        spec: make_drafter(spec, loaded.model, loaded.tokenizer, cache_dir=args.cache_dir)
+        for spec in args.drafters.split(",")
+        if spec
+    }
     sampled = args.temperature > 0
+    if args.num_samples != 1 and not sampled:
+        raise InvalidArgumentError("--num-samples > 1 needs --temperature > 0 (greedy samples are all alike)")
     sampling = {"temperature": args.temperature, "top_p": args.top_p} if sampled else {}
     verify = tuple(v for v in args.verify.split(",") if v) if sampled else ("coupled",)
     # HF samples with its own random stream: its texts and speed under sampling are not comparable.
     with_hf = not args.no_hf and not sampled
     methods = plan_methods(drafters, [d for d in args.heuristic_for.split(",") if d], with_hf, verify)
-    runner = Runner(loaded.model, loaded.tokenizer, drafters, args.cache_dir, sampling)
+    runner = Runner(loaded.model, loaded.tokenizer, drafters, sampling, args.num_samples)
     encode = loaded.tokenizer.apply_chat_template
     warm = encode([{"role": "user", "content": "Hello!"}], add_generation_prompt=True, tokenize=True)
     warm = list(warm["input_ids"] if hasattr(warm, "keys") else warm)
@@ -189,8 +214,9 @@ def run_from_args(args: argparse.Namespace) -> dict:
         "machine": machine_info(),
         "config": {
             "model": loaded.source,
-            "drafters": drafters,
+            "drafters": list(drafters),
             "prompts": len(prompts),
+            "num_samples": args.num_samples,
             "per_task": args.per_task,
             "max_new_tokens": args.max_new_tokens,
             "decoding": (

@@ -60,3 +60,15 @@ def test_a_trained_secondary_loads_as_a_drafter_spec(tmp_path, tok, primary):
     assert out.token_ids == Pipeline(primary, tok).generate(PROMPTS, max_new_tokens=10).token_ids
     with torch.no_grad():
         assert drafter.tandem.projections[0].weight.equal(tandem.projections[0].weight)
+
+
+def test_the_cli_generates_standalone(tmp_path, tiny_model_dir, tiny_llama, capsys):
+    from specdec.cli.main import main
+
+    make_tandem(tiny_llama).save_pretrained(tmp_path / "t")
+    base = ["generate", "the quick fox", "--model", str(tiny_model_dir), "--max-new-tokens", "8"]
+    base += ["--drafter", f"tandem:{tmp_path / 't'}", "--tandem-standalone"]
+    assert main([*base, "--gamma", "2", "--no-free-token"]) == 0
+    assert "tandem" in capsys.readouterr().out
+    assert main([*base, "--gamma", "adaptive"]) == 2
+    assert "integer --gamma" in capsys.readouterr().err

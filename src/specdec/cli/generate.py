@@ -9,8 +9,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from specdec.decoders import BiLD, DecodingMethod, PlainDecoding, SpeculativeSampling
+from specdec.decoders import BiLD, DecodingMethod, PlainDecoding, SpeculativeSampling, TandemGeneration
 from specdec.drafters import make_drafter
+from specdec.errors import InvalidArgumentError
 from specdec.models import load_model
 from specdec.pipeline import GenerationResult, Pipeline
 
@@ -69,6 +70,10 @@ def method_from_args(args: argparse.Namespace) -> DecodingMethod:
         return PlainDecoding()
     if args.bild:
         return BiLD(args.fallback, args.rollback, args.max_small_tokens)
+    if args.tandem_standalone:
+        if not args.gamma.isdigit():
+            raise InvalidArgumentError(f"standalone Tandem needs an integer --gamma, got {args.gamma!r}")
+        return TandemGeneration(int(args.gamma), free_token=not args.no_free_token)
     return SpeculativeSampling(int(args.gamma) if args.gamma.isdigit() else args.gamma, args.verify)
 
 

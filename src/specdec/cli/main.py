@@ -53,6 +53,15 @@ def _add_generate_args(parser: argparse.ArgumentParser, default_prompt: str | No
     bild.add_argument("--fallback", type=float, default=0.5, help="α_FB: hand over when max p < α_FB")
     bild.add_argument("--rollback", type=float, default=3.0, help="α_RB: replace a token when −log q > α_RB")
     bild.add_argument("--max-small-tokens", type=int, default=10, help="cap on consecutive small tokens")
+    tandem = parser.add_argument_group("standalone Tandem (faster, not lossless; --drafter tandem:PATH)")
+    tandem.add_argument(
+        "--tandem-standalone",
+        action="store_true",
+        help="the Tandem secondary writes blocks of --gamma tokens, the target only refreshes its states",
+    )
+    tandem.add_argument(
+        "--no-free-token", action="store_true", help="every token the secondary's (not the primary's last)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

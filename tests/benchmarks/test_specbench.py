@@ -110,6 +110,18 @@ def test_hf_assisted_runs_only_where_hf_has_an_equivalent():
     assert names == ["hf-plain", "ours-plain", "hf-assisted[lookup]", "ours-sps[lookup]", "ours-sps[tandem]"]
 
 
+def test_a_drafter_with_a_router_runs_at_a_fixed_gamma_cap():
+    class Routed:
+        router = object()
+
+    drafters = {"lookup": PromptLookupDrafter(), "routed": Routed()}
+    methods = plan_methods(drafters, [], False, router_gamma_max=6)
+    assert [(m.name, m.gamma) for m in methods[1:]] == [
+        ("ours-sps[lookup]", "adaptive"),
+        ("ours-sps[routed, γ ≤ 6]", "6"),
+    ]
+
+
 def records(times: list[float], tokens: int = 10) -> list[dict]:
     return [{"question_id": i, "tokens": [0] * tokens, "time": t} for i, t in enumerate(times)]
 

@@ -51,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-hf", action="store_true", help="skip the HF transformers baselines")
     parser.add_argument(
+        "--router-gamma-max", type=int, default=8, help="the γ cap of drafters with a block-length router"
+    )
+    parser.add_argument(
         "--temperature",
         type=float,
         default=0.0,
@@ -98,15 +101,21 @@ def plan_methods(
     heuristic_for: list[str],
     with_hf: bool,
     verify: tuple[str, ...] = ("coupled",),
+    router_gamma_max: int = 8,
 ) -> list[BenchMethod]:
+    """Every method of the run. A drafter with its own block-length router (``tandem+router:``) runs at
+    a fixed γ_max that the router cuts short; every other drafter under the adaptive γ policy."""
     methods = [BenchMethod("hf-plain", "hf-plain")] if with_hf else []
     methods += [BenchMethod("ours-plain", "plain")]
     for spec, drafter in drafters.items():
         if with_hf and has_hf_equivalent(drafter):
             methods.append(BenchMethod(f"hf-assisted[{spec}]", "hf-assisted", spec))
+        routed = getattr(drafter, "router", None) is not None
+        cap = f", γ ≤ {router_gamma_max}" if routed else ""
         for rule in verify:
-            suffix = "" if rule == "coupled" else f", {rule}"
-            methods.append(BenchMethod(f"ours-sps[{spec}{suffix}]", "sps", spec, verify=rule))
+            suffix = ("" if rule == "coupled" else f", {rule}") + cap
+            gamma = str(router_gamma_max) if routed else "adaptive"
+            methods.append(BenchMethod(f"ours-sps[{spec}{suffix}]", "sps", spec, gamma, verify=rule))
         if spec in heuristic_for:
             methods.append(BenchMethod(f"ours-sps[{spec}, +2/-1]", "sps", spec, "heuristic"))
     return methods
@@ -187,7 +196,8 @@ def run_from_args(args: argparse.Namespace) -> dict:
     verify = tuple(v for v in args.verify.split(",") if v) if sampled else ("coupled",)
     # HF samples with its own random stream: its texts and speed under sampling are not comparable.
     with_hf = not args.no_hf and not sampled
-    methods = plan_methods(drafters, [d for d in args.heuristic_for.split(",") if d], with_hf, verify)
+    heuristic_for = [d for d in args.heuristic_for.split(",") if d]
+    methods = plan_methods(drafters, heuristic_for, with_hf, verify, args.router_gamma_max)
     runner = Runner(loaded.model, loaded.tokenizer, drafters, sampling, args.num_samples)
     encode = loaded.tokenizer.apply_chat_template
     warm = encode([{"role": "user", "content": "Hello!"}], add_generation_prompt=True, tokenize=True)

@@ -126,3 +126,23 @@ def test_bad_layer_maps_and_vocabularies(primary):
             TandemModel(secondary, signature, bad)
     with pytest.raises(VocabularyMismatchError, match="token ids"):
         TandemModel(secondary, {**signature, "vocab_size": VOCAB + 1})
+
+
+def test_logits_at_kept_positions_are_the_full_passs(primary):
+    """Training applies the output head to answer positions only; those logits must be the full pass's."""
+    from specdec.models.tandem import logits_at
+
+    tandem = tandem_for(primary)
+    generator = torch.Generator().manual_seed(4)
+    tokens = torch.randint(3, VOCAB, (2, 11), generator=generator)
+    valid = torch.ones(2, 11, dtype=torch.bool)
+    valid[1, 8:] = False  # a right-padded row
+    keep = torch.rand(2, 11, generator=generator) < 0.5
+    keep &= valid
+    states, starts = primary_states(primary, tokens), fixed_blocks(11, 2, offset=1)[None]
+    with torch.no_grad():
+        full = tandem(tokens, states, starts, valid=valid)
+        torch.testing.assert_close(tandem(tokens, states, starts, valid=valid, keep=keep), full[keep])
+        draft = tandem.secondary
+        inputs = {"input_ids": tokens, "attention_mask": valid.long()}
+        torch.testing.assert_close(logits_at(draft, inputs, keep), draft(**inputs).logits[keep])

@@ -358,3 +358,20 @@ def test_a_cache_resumes_only_from_the_same_answers_in_the_same_order(tmp_path, 
     build_primary_cache(primary, answers[:20], tmp_path, spec, shard_size=16)
     with pytest.raises(InvalidArgumentError, match="built differently"):
         build_primary_cache(primary, answers[:20][::-1], tmp_path, spec, shard_size=16)
+
+
+def test_losses_on_answer_positions_match_the_masked_full_pass(primary, cache):
+    from specdec.training.tandem import answer_positions, losses, student_logits
+
+    tandem, batch = tandem_for(primary), cache.batch([0, 5, 9])
+    keep = answer_positions(batch)
+    with torch.no_grad():
+        ce, kd = losses(student_logits(tandem, batch, 2, keep=keep), batch, temperature=1.0)
+        full = student_logits(tandem, batch, 2)[:, :-1]
+    mask = keep[:, :-1]
+    expected_ce = torch.nn.functional.cross_entropy(full[mask], batch["tokens"][:, 1:][mask])
+    teacher = torch.softmax(batch["topk_values"][:, :-1][mask].float(), -1)
+    log_p = torch.log_softmax(full[mask], -1).gather(-1, batch["topk_ids"][:, :-1][mask])
+    torch.testing.assert_close(ce, expected_ce)
+    torch.testing.assert_close(kd, -(teacher * log_p).sum(-1).mean())
+    assert int(mask.sum()) == sum(int(cache.sequence(i)["next_is_answer"].sum()) for i in (0, 5, 9)) > 0

@@ -31,6 +31,17 @@ PROJECTIONS_FILE = "projections.safetensors"
 SECONDARY_DIR = "secondary"
 
 
+def logits_at(model: PreTrainedModel, inputs: dict, keep: torch.Tensor, offset: int = 0) -> torch.Tensor:
+    """``model``'s logits ``[keep.sum(), V]`` at the positions ``keep`` (of the sequence from ``offset``
+    on), with the output head applied to those positions only. Models that scale or cap their logits
+    after the head take the full forward, then the same positions."""
+    config = model.config.get_text_config()
+    if getattr(config, "final_logit_softcapping", None) or getattr(config, "logit_scale", None):
+        return model(**inputs).logits[:, offset:][keep]
+    hidden = model.base_model(**inputs).last_hidden_state[:, offset:]
+    return model.get_output_embeddings()(hidden[keep])
+
+
 def default_layer_map(primary_layers: int, secondary_layers: int) -> tuple[int, ...]:
     """Evenly spaced primary hidden-state indices; the last secondary layer reads the primary's last layer."""
     return tuple(round((j + 1) * primary_layers / secondary_layers) for j in range(secondary_layers))
@@ -131,13 +142,16 @@ class TandemModel(nn.Module):
         primary_states: dict[int, torch.Tensor],
         block_start: torch.Tensor,
         valid: torch.Tensor | None = None,
+        keep: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Logits ``[B, N, V]`` of the secondary at every position, in one block-causal pass (Fig. 1).
+        """Logits ``[B, N, V]`` of the secondary at every position, in one block-causal pass (Fig. 1);
+        with ``keep`` (bool ``[B, N]``) only those positions' logits, ``[keep.sum(), V]``.
 
         Position i predicts token i + 1 from the projected primary states of the tokens before
         ``block_start[:, i]`` and its own states of tokens ``block_start[:, i]`` .. i. The sequence
         runs twice in one batch: a primary-state stream whose layer inputs are the projections, and
-        the own stream whose logits are returned.
+        the own stream whose logits are returned. Training keeps only answer positions: the output
+        head over the whole vocabulary is most of a small secondary's cost.
         """
         batch, n = tokens.shape
         block_start = block_start.expand(batch, n).to(tokens.device)
@@ -151,15 +165,16 @@ class TandemModel(nn.Module):
         where = torch.cat(
             [torch.ones_like(tokens, dtype=torch.bool), torch.zeros_like(tokens, dtype=torch.bool)], 1
         )
+        inputs = {
+            "input_ids": torch.cat([tokens, tokens], dim=1),
+            "position_ids": positions,
+            "attention_mask": attention_masks(self.secondary.config, dtype, mask, positions, positions),
+            "use_cache": False,
+        }
         with given_layer_inputs(self.secondary, given, where):
-            out = self.secondary(
-                input_ids=torch.cat([tokens, tokens], dim=1),
-                position_ids=positions,
-                attention_mask=attention_masks(self.secondary.config, dtype, mask, positions, positions),
-                use_cache=False,
-                logits_to_keep=n,
-            )
-        return out.logits
+            if keep is not None:
+                return logits_at(self.secondary, inputs, keep, offset=n)
+            return self.secondary(**inputs, logits_to_keep=n).logits
 
     # -- files ---------------------------------------------------------------------------------------
     def save_pretrained(self, folder: str | Path) -> None:

@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.errors import InvalidArgumentError
-from specdec.models.tandem import TandemModel, fixed_blocks
+from specdec.models.tandem import TandemModel, fixed_blocks, logits_at
 from specdec.training.primary_cache import PrimaryCache
 
 ARCHITECTURES = ("tandem", "draft")
@@ -86,29 +86,43 @@ def split(cache: PrimaryCache, fraction: float) -> tuple[range, range]:
 
 
 def student_logits(
-    model, batch: dict, gamma: int, offset: int = 0, tandem: bool | None = None
+    model,
+    batch: dict,
+    gamma: int,
+    offset: int = 0,
+    tandem: bool | None = None,
+    keep: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """``[B, N, V]``: the Tandem block-causal pass with blocks of γ, or the plain draft's forward.
+    """``[B, N, V]``: the Tandem block-causal pass with blocks of γ, or the plain draft's forward; with
+    ``keep`` (bool ``[B, N]``) only the logits at those positions, ``[keep.sum(), V]``.
 
     ``tandem`` says which when ``model`` is wrapped (accelerate's DDP); by default its type does."""
     tokens = batch["tokens"]
     if isinstance(model, TandemModel) if tandem is None else tandem:
         starts = fixed_blocks(tokens.shape[1], gamma, offset)[None]
-        return model(tokens, batch["hidden"], starts, valid=batch["valid"])
-    return model(tokens, attention_mask=batch["valid"].long()).logits
+        return model(tokens, batch["hidden"], starts, valid=batch["valid"], keep=keep)
+    inputs = {"input_ids": tokens, "attention_mask": batch["valid"].long()}
+    return model(**inputs).logits if keep is None else logits_at(model, inputs, keep)
+
+
+def answer_positions(batch: dict) -> torch.Tensor:
+    """Bool ``[B, N]``: positions whose next token is an answer token (the last position never is)."""
+    return batch["next_is_answer"] & batch["valid"]
 
 
 def losses(logits: torch.Tensor, batch: dict, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
     """CE on the next answer token, and the soft CE to the primary's top-k distribution, both averaged
-    over answer positions."""
-    mask = (batch["next_is_answer"] & batch["valid"])[:, :-1].float()
-    logits = logits[:, :-1].float()
-    count = mask.sum().clamp(min=1.0)
-    ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch["tokens"][:, 1:], reduction="none")
-    teacher = torch.softmax(batch["topk_values"][:, :-1] / temperature, dim=-1)
-    log_p = torch.log_softmax(logits / temperature, dim=-1).gather(-1, batch["topk_ids"][:, :-1])
-    kd = -(teacher * log_p).sum(-1) * temperature**2
-    return (ce * mask).sum() / count, (kd * mask).sum() / count
+    over answer positions; ``logits`` are those positions' only, ``[M, V]`` (see ``answer_positions``)."""
+    keep = answer_positions(batch)
+    logits = logits.float()
+    if not len(logits):
+        return logits.sum(), logits.sum()  # zero, still attached to the graph
+    targets = batch["tokens"][:, 1:][keep[:, :-1]]
+    ce = torch.nn.functional.cross_entropy(logits, targets)
+    teacher = torch.softmax(batch["topk_values"][keep].float() / temperature, dim=-1)
+    log_p = torch.log_softmax(logits / temperature, dim=-1).gather(-1, batch["topk_ids"][keep])
+    kd = -(teacher * log_p).sum(-1).mean() * temperature**2
+    return ce, kd
 
 
 @torch.no_grad()
@@ -246,7 +260,12 @@ def train_tandem(
         batch["hidden"] = {h: s.to(accelerator.device) for h, s in batch["hidden"].items()}
         with autocast:
             logits = student_logits(
-                model, batch, config.gamma, offset, tandem=config.architecture == "tandem"
+                model,
+                batch,
+                config.gamma,
+                offset,
+                tandem=config.architecture == "tandem",
+                keep=answer_positions(batch),
             )
         ce, kd = losses(logits, batch, config.temperature)
         weight = config.weight_at(step)

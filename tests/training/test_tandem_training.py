@@ -375,3 +375,25 @@ def test_losses_on_answer_positions_match_the_masked_full_pass(primary, cache):
     torch.testing.assert_close(ce, expected_ce)
     torch.testing.assert_close(kd, -(teacher * log_p).sum(-1).mean())
     assert int(mask.sum()) == sum(int(cache.sequence(i)["next_is_answer"].sum()) for i in (0, 5, 9)) > 0
+
+
+def test_tandem_ce_branched_from_distils_half_way_point_is_the_straight_ce_run(tmp_path, tok, primary, cache):
+    """Tandem-Distil is CE up to half-way, so Tandem-CE can continue from there instead of starting over."""
+    steps = dict(steps=10, save_every=5, eval_every=5)
+    train_tandem(tandem_for(primary), cache, config(tmp_path / "distil", **steps), tok)
+    straight = train_tandem(tandem_for(primary), cache, config(tmp_path / "ce", preset="ce", **steps), tok)
+    branch = tmp_path / "branch"
+    source = str(tmp_path / "distil" / "checkpoint-5")
+    best = train_tandem(
+        tandem_for(primary, seed=9), cache, config(branch, preset="ce", branch_from=source, **steps), tok
+    )
+    a = TandemModel.from_pretrained(tmp_path / "ce" / "checkpoint-10").state_dict()
+    b = TandemModel.from_pretrained(branch / "checkpoint-10").state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    straight_log = (tmp_path / "ce" / "log.jsonl").read_text().splitlines()
+    branch_log = (branch / "log.jsonl").read_text().splitlines()
+    assert [json.loads(x)["loss"] for x in branch_log] == [json.loads(x)["loss"] for x in straight_log]
+    assert best.is_dir() and straight.is_dir()
+    assert json.loads((branch / "train_config.json").read_text())["branch_from"] == source
+    with pytest.raises(InvalidArgumentError, match="checkpoint-K"):
+        train_tandem(tandem_for(primary), cache, config(tmp_path / "x", branch_from=str(tmp_path)), tok)

@@ -281,6 +281,12 @@ def add_tandem_arguments(parser: argparse.ArgumentParser) -> None:
     opt.add_argument("--seed", type=int, default=0)
     opt.add_argument("--resume", action="store_true")
     opt.add_argument(
+        "--branch-from",
+        type=Path,
+        default=None,
+        help="continue from another run's checkpoint-K (e.g. Tandem-CE from Tandem-Distil's half-way point)",
+    )
+    opt.add_argument(
         "--bf16",
         choices=("auto", "on", "off"),
         default="auto",
@@ -323,6 +329,7 @@ def run_train_tandem(args: argparse.Namespace) -> Path:
         save_every=args.save_every,
         seed=args.seed,
         resume=args.resume,
+        branch_from=str(args.branch_from) if args.branch_from else None,
         bf16=args.bf16 == "on" or (args.bf16 == "auto" and bf16_pays()),
         extra={
             "target": args.target,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
@@ -57,6 +58,9 @@ class TandemTrainConfig:
     save_every: int = 200
     seed: int = 0
     resume: bool = False
+    # A checkpoint of another run to continue from (e.g. Tandem-CE from Tandem-Distil's half-way
+    # checkpoint: both are CE up to there, on the same batches); its log up to that step is copied.
+    branch_from: str | None = None
     bf16: bool = False  # autocast the forward (worth it on AVX-512 BF16 / AMX CPUs and on GPUs)
     extra: dict = field(default_factory=dict)  # provenance: cache, primary, machine, ...
 
@@ -162,6 +166,18 @@ def evaluate_on_cache(
     return report
 
 
+def _branch(checkpoint: Path, output: Path) -> None:
+    """Start ``output`` from another run's ``checkpoint-K``: the checkpoint and that run's log up to K."""
+    if not (checkpoint / STATE_FILE).is_file():
+        raise InvalidArgumentError(f"--branch-from expects a checkpoint-K folder of a run, got {checkpoint}")
+    step = int(torch.load(checkpoint / STATE_FILE, weights_only=False)["step"])
+    shutil.copytree(checkpoint, output / checkpoint.name)
+    log = checkpoint.parent / "log.jsonl"
+    lines = log.read_text().splitlines() if log.is_file() else []
+    kept = [line for line in lines if json.loads(line)["step"] <= step]
+    (output / "log.jsonl").write_text("".join(line + "\n" for line in kept))
+
+
 def _checkpoints(output: Path) -> list[Path]:
     return sorted(output.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
 
@@ -201,7 +217,9 @@ def train_tandem(
     heldout_ids = range(heldout_ids.start, min(heldout_ids.stop, heldout_ids.start + config.eval_sequences))
 
     start_step, best, log_path = 0, None, output / "log.jsonl"
-    checkpoints = _checkpoints(output) if config.resume else []
+    if config.branch_from and not _checkpoints(output):
+        _branch(Path(config.branch_from), output)
+    checkpoints = _checkpoints(output) if config.resume or config.branch_from else []
     if checkpoints:
         model = load_checkpoint(config.architecture, checkpoints[-1])
     secondary = model.secondary if isinstance(model, TandemModel) else model
@@ -224,9 +242,11 @@ def train_tandem(
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         start_step, best, tokens_seen = state["step"], state["best"], state["tokens_seen"]
+        if config.branch_from and start_step == int(Path(config.branch_from).name.split("-")[1]):
+            best = None  # a branch picks its best among its own evaluations (the source's best/ isn't here)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     model.train()
-    if accelerator.is_main_process and not config.resume:
+    if accelerator.is_main_process and not (output / "train_config.json").is_file():
         (output / "train_config.json").write_text(json.dumps(asdict(config), indent=1))
 
     def save(folder: Path, step: int) -> None:

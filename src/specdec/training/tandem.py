@@ -246,7 +246,7 @@ def train_tandem(
             best = None  # a branch picks its best among its own evaluations (the source's best/ isn't here)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     model.train()
-    if accelerator.is_main_process and not (output / "train_config.json").is_file():
+    if accelerator.is_main_process and (not config.resume or not (output / "train_config.json").is_file()):
         (output / "train_config.json").write_text(json.dumps(asdict(config), indent=1))
 
     def save(folder: Path, step: int) -> None:

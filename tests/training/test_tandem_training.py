@@ -347,6 +347,8 @@ def test_text_samples_cut_documents_into_scored_continuations(tmp_path, tok):
     )
     samples = text_samples(source, tok, count=3, length=12)
     assert len(samples) == 3 and all(len(s.prompt_ids) == 1 and len(s.answer_ids) == 11 for s in samples)
+    many = text_samples(source, tok, count=12, length=12)  # more windows than documents
+    assert len(many) == 12 and len({tuple(s.answer_ids) for s in many}) > 1
     write_answers(tmp_path / "out.jsonl", samples)
     assert read_answers(tmp_path / "out.jsonl") == samples
     with pytest.raises(DataNotFoundError):

@@ -67,7 +67,7 @@ def run_answers(args: argparse.Namespace) -> Path:
 def add_text_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default="smollm2-135m", help="whose tokenizer cuts the text")
     parser.add_argument("--source", type=Path, required=True, help="a JSONL(.gz) of {'text': ...} rows")
-    parser.add_argument("--count", type=int, default=256, help="documents (one sample each)")
+    parser.add_argument("--count", type=int, default=256, help="windows, spread through the documents")
     parser.add_argument("--tokens", type=int, default=256, help="tokens per sample")
     parser.add_argument("--output", type=Path, required=True, help="the answers-format JSONL to write")
     parser.add_argument("--cache-dir", default=None)

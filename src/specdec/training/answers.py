@@ -122,8 +122,9 @@ def generate_answers(
 
 def text_samples(path: Path, tokenizer, count: int, length: int = 256) -> list[TargetAnswer]:
     """Human text in the answers format, for scoring next-token prediction on held-out text (Tandem's
-    Table 1): ``length`` tokens from the middle of each of ``count`` documents spread through ``path``
-    (a ``text`` JSONL, optionally gzipped); the first token is the "prompt", the rest is scored."""
+    Table 1): ``count`` windows of ``length`` tokens spread evenly through the documents of ``path``
+    (a ``text`` JSONL, optionally gzipped; a few long books give many windows); the first token of a
+    window is its "prompt", the rest is scored."""
     file = Path(path)
     if not file.is_file():
         raise DataNotFoundError(f"text file not found: {file}")
@@ -132,13 +133,16 @@ def text_samples(path: Path, tokenizer, count: int, length: int = 256) -> list[T
         texts = [t for t in (json.loads(line).get("text", "") for line in lines) if len(t) > 200]
     if not texts:
         raise EmptyDataError(f"no documents with text found in {file}")
+    per_document = -(-count // len(texts))
     samples = []
-    for text in texts[:: max(1, len(texts) // count)][:count]:
-        middle = text[len(text) // 2 :]
-        ids = tokenizer(middle[: length * 8], add_special_tokens=False)["input_ids"][1 : length + 1]
-        if len(ids) > 1:  # the first token may be a cut word; drop it
-            samples.append(TargetAnswer(ids[:1], ids[1:]))
-    return samples
+    for text in texts:
+        step = max(1, len(text) // (per_document + 1))
+        for start in range(step, len(text), step)[:per_document]:
+            window = text[start : start + length * 8]
+            ids = tokenizer(window, add_special_tokens=False)["input_ids"][1 : length + 1]
+            if len(ids) > 1:  # the first token may be a cut word; it was dropped
+                samples.append(TargetAnswer(ids[:1], ids[1:]))
+    return samples[:: max(1, len(samples) // count)][:count]
 
 
 def write_answers(path: Path, answers: Sequence[TargetAnswer]) -> None:

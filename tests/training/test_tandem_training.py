@@ -253,7 +253,7 @@ def test_the_cli_runs_the_whole_recipe(tmp_path, tiny_model_dir, answers, monkey
             "--model",
             f"draft={tmp_path / 'draft' / 'best'}",
         ),
-        *("--cache", f"answers={cache_dir}", "--cache", f"text={text_cache}"),
+        *("--cache", f"answers={cache_dir}", "--heldout-cache", f"text={text_cache}"),
         *("--run", f"tandem={tmp_path / 'tandem'}", "--run", f"draft={tmp_path / 'draft'}"),
         *("--heldout-fraction", "0.3", "--skip", "4", "--gamma-train", "2"),
         *("--out", str(report_file), "--markdown", str(markdown), "--plot", str(tmp_path / "budget.png")),
@@ -268,6 +268,7 @@ def test_the_cli_runs_the_whole_recipe(tmp_path, tiny_model_dir, answers, monkey
             assert row["relative_accuracy"] == pytest.approx(row["heldout_agreement"])
             if cache_name == "answers":  # the answers are the primary's own greedy choices
                 assert row["accuracy_gt"] == pytest.approx(row["relative_accuracy"])
+    assert report["tables"]["text"]["tandem"]["sequences"] == [0, 6]  # never trained on: all of it
     steps = [p["tokens_seen"] for p in report["budget"]["tandem"]]
     assert len(steps) == 2 and steps[0] < steps[1]
     assert "| tandem |" in markdown.read_text() and (tmp_path / "budget.png").stat().st_size > 0

@@ -8,9 +8,10 @@ the model's and the primary's next-token distributions), plus the tokens a greed
 accepts (γ = 3, 5, 7). The budget curve reads each training run's log (held-out agreement and accepted
 tokens per block against training tokens) and plots Tandem against the baseline.
 
-The held-out sequences are the cache's tail that training never saw (``split`` with the run's
-held-out fraction), minus the first ``eval_sequences`` the trainer used to pick its best checkpoint,
-so the numbers here are not the ones a checkpoint was selected on.
+On the training cache (``--cache``) the sequences scored are its tail that training never saw
+(``split`` with the runs' held-out fraction) minus the first ``eval_sequences`` the trainer used to
+pick its best checkpoint, so the numbers here are not the ones a checkpoint was selected on; a cache
+of text nothing was trained on (``--heldout-cache``) is scored whole.
 """
 
 from __future__ import annotations
@@ -45,7 +46,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--model", action="append", required=True, metavar="NAME=PATH", help="a trained checkpoint"
     )
     parser.add_argument(
-        "--cache", action="append", required=True, metavar="NAME=PATH", help="a primary cache to score on"
+        "--cache",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="the training cache: scored on its held-out tail, minus the selection sequences",
+    )
+    parser.add_argument(
+        "--heldout-cache",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="a cache nothing was trained on (e.g. held-out text from `data text`): scored whole",
     )
     parser.add_argument(
         "--run", action="append", default=[], metavar="NAME=DIR", help="a training run for the budget curve"
@@ -115,13 +127,20 @@ def budget_curve(log: Path) -> list[dict]:
 
 def run_from_args(args: argparse.Namespace) -> dict:
     models = _named(args.model, "--model")
-    caches = {name: PrimaryCache(path) for name, path in _named(args.cache, "--cache").items()}
+    caches = {}
+    for name, path in _named(args.cache, "--cache").items():
+        cache = PrimaryCache(path)
+        caches[name] = cache, heldout_range(cache, args.heldout_fraction, args.skip, args.sequences)
+    for name, path in _named(args.heldout_cache, "--heldout-cache").items():
+        cache = PrimaryCache(path)
+        caches[name] = cache, range(min(len(cache), args.sequences))
+    if not caches:
+        raise InvalidArgumentError("eval-tandem needs a --cache or a --heldout-cache to score on")
     runs = _named(args.run, "--run")
     tables: dict[str, dict[str, dict]] = {}
     for name, folder in models.items():
         model = load_checkpoint("tandem" if (folder / TANDEM_CONFIG).is_file() else "draft", folder)
-        for cache_name, cache in caches.items():
-            indices = heldout_range(cache, args.heldout_fraction, args.skip, args.sequences)
+        for cache_name, (cache, indices) in caches.items():
             row = table_one(model, cache, indices, args.gamma_train)
             row |= evaluate_on_cache(model, cache, indices, args.gamma_train)
             row["sequences"] = [indices.start, indices.stop]

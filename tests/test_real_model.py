@@ -24,7 +24,15 @@ PROMPTS = [
     "Summarize in one sentence: The Eiffel Tower was built for the 1889 World's Fair in Paris.",
     "Write a Python function that returns the square of a number.",
 ]
-DRAFTERS = ["prompt-lookup", "int8", "smollm2-135m-draft", "first-2", "early-exit-2"]
+DRAFTERS = [
+    "prompt-lookup",
+    "int8",
+    "smollm2-135m-draft",
+    "first-2",
+    "early-exit-2",
+    "tandem:smollm2-135m-tandem",
+    "tandem+router:smollm2-135m-tandem",
+]
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +93,12 @@ def test_trained_draft_beats_the_untrained_truncated_copy(sps):
     assert sps("smollm2-135m-draft").stats.acceptance_rate > 2 * sps("first-2").stats.acceptance_rate
 
 
+def test_the_tandem_secondary_beats_the_untrained_truncated_copy(sps):
+    """The shipped Tandem secondary (2 layers reading the target's layers 15 and 30) is accepted more
+    often than the target's first 2 layers."""
+    assert sps("tandem:smollm2-135m-tandem").stats.acceptance_rate > 2 * sps("first-2").stats.acceptance_rate
+
+
 def test_bild_on_smollm2(plain, pipes):
     """α_RB = 0 reproduces plain greedy decoding; a loose setting keeps small tokens it disagrees on."""
     _, expected = plain
@@ -104,6 +118,7 @@ def test_seeded_sampling_is_the_same_text_with_and_without_speculation(plain, pi
     for _ in range(2):
         assert pipes("smollm2-135m-draft").generate(PROMPTS, **kwargs).token_ids == expected
     assert pipes("prompt-lookup").generate(PROMPTS, **kwargs).token_ids == expected
+    assert pipes("tandem:smollm2-135m-tandem").generate(PROMPTS, **kwargs).token_ids == expected
 
 
 @pytest.mark.parametrize("drafter", ["prompt-lookup", "smollm2-135m-draft"])

@@ -117,8 +117,10 @@ def best_settings(rows: list[dict]) -> dict:
 
 def write_sweep_markdown(report: dict, path: Path, plot_path: Path | None) -> None:
     rows, machine, config = report["summary"], report["machine"], report["config"]
+    swept = any(r["method"].startswith("bild[") for r in rows)
+    title = "BiLD sweep: quality vs latency" if swept else "Quality vs latency (standalone Tandem)"
     lines = [
-        "# BiLD sweep: quality vs latency",
+        f"# {title}",
         "",
         f"Produced by `{machine['command']}` on {machine['date']} ({machine['cpu']}, "
         f"{machine['cores']} cores, torch {machine['torch']}, transformers {machine['transformers']}). "
@@ -133,7 +135,7 @@ def write_sweep_markdown(report: dict, path: Path, plot_path: Path | None) -> No
     ]
     if plot_path is not None:
         lines += [f"![quality vs latency]({relative_link(plot_path, path.parent)})", ""]
-    lines += ["## Targets (CNN/DM)", ""]
+    lines += ["## Targets (CNN/DM)", ""] if swept else []
     for (setup, small), best in best_settings(rows).items():
         a, b = best["vs_sps_at_matched_rouge"], best["vs_plain_within_1_point"]
         lines.append(

@@ -94,11 +94,19 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", default=None)
 
 
+def shape_from_args(args: argparse.Namespace):
+    """The draft shape the ``draft shape`` options describe (train draft / train tandem)."""
+    from specdec.training import DraftShape
+
+    init_layers = tuple(int(i) for i in args.init_layers.split(",")) if args.init_layers else None
+    sizes = (args.layers, args.hidden_size, args.intermediate_size, args.heads, args.kv_heads)
+    return DraftShape(*sizes, args.init, init_layers)
+
+
 def run_train(args: argparse.Namespace) -> Path:
     from specdec.models import check_truncation, default_cache_dir, load_model
     from specdec.pipeline import Pipeline
     from specdec.training import (
-        DraftShape,
         TrainConfig,
         build_draft,
         generate_answers,
@@ -159,16 +167,7 @@ def run_train(args: argparse.Namespace) -> Path:
         check_truncation(target.model, config.early_exit_layer)
         draft = copy.deepcopy(target.model)  # the target itself is fine-tuned; the original is frozen
     else:
-        init_layers = tuple(int(i) for i in args.init_layers.split(",")) if args.init_layers else None
-        shape = DraftShape(
-            args.layers,
-            args.hidden_size,
-            args.intermediate_size,
-            args.heads,
-            args.kv_heads,
-            args.init,
-            init_layers,
-        )
+        shape = shape_from_args(args)
         draft = build_draft(target.model, shape, seed=args.seed)
         config.extra["shape"] = shape.__dict__
     final = train_draft(
@@ -308,7 +307,7 @@ def run_train_tandem(args: argparse.Namespace) -> Path:
     from specdec.benchmarks.report import machine_info
     from specdec.models import load_model
     from specdec.models.tandem import TandemModel, primary_signature
-    from specdec.training import DraftShape, build_draft
+    from specdec.training import build_draft
     from specdec.training.primary_cache import PrimaryCache
     from specdec.training.tandem import TandemTrainConfig, train_tandem
 
@@ -339,16 +338,7 @@ def run_train_tandem(args: argparse.Namespace) -> Path:
         },
     )
     target = load_model(args.target, cache_dir=args.cache_dir)
-    init_layers = tuple(int(i) for i in args.init_layers.split(",")) if args.init_layers else None
-    shape = DraftShape(
-        args.layers,
-        args.hidden_size,
-        args.intermediate_size,
-        args.heads,
-        args.kv_heads,
-        args.init,
-        init_layers,
-    )
+    shape = shape_from_args(args)
     config.extra["shape"] = shape.__dict__
     secondary = build_draft(target.model, shape, seed=args.seed)
     model = secondary

@@ -17,7 +17,6 @@ continues exactly where a run stopped.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import time
 from contextlib import nullcontext
@@ -32,6 +31,7 @@ from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokeni
 from specdec.errors import InvalidArgumentError
 from specdec.models.tandem import TandemModel, fixed_blocks, logits_at
 from specdec.training.primary_cache import PrimaryCache
+from specdec.training.trainer import checkpoints_in, freeze_vocabulary, warmup_cosine
 
 ARCHITECTURES = ("tandem", "draft")
 PRESETS = ("ce", "distil")
@@ -178,10 +178,6 @@ def _branch(checkpoint: Path, output: Path) -> None:
     (output / "log.jsonl").write_text("".join(line + "\n" for line in kept))
 
 
-def _checkpoints(output: Path) -> list[Path]:
-    return sorted(output.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
-
-
 def _save(model, folder: Path, tokenizer: PreTrainedTokenizerBase | None) -> None:
     model.save_pretrained(folder)
     if tokenizer is not None:
@@ -217,25 +213,16 @@ def train_tandem(
     heldout_ids = range(heldout_ids.start, min(heldout_ids.stop, heldout_ids.start + config.eval_sequences))
 
     start_step, best, log_path = 0, None, output / "log.jsonl"
-    if config.branch_from and not _checkpoints(output):
+    if config.branch_from and not checkpoints_in(output):
         _branch(Path(config.branch_from), output)
-    checkpoints = _checkpoints(output) if config.resume or config.branch_from else []
+    checkpoints = checkpoints_in(output) if config.resume or config.branch_from else []
     if checkpoints:
         model = load_checkpoint(config.architecture, checkpoints[-1])
     secondary = model.secondary if isinstance(model, TandemModel) else model
-    secondary.get_input_embeddings().weight.requires_grad_(False)  # the shared vocabulary stays the target's
-    if secondary.get_output_embeddings() is not None:
-        secondary.get_output_embeddings().weight.requires_grad_(False)
+    freeze_vocabulary(secondary)  # the shared vocabulary stays the target's
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.lr)
-
-    def schedule(step: int) -> float:  # linear warm-up, cosine decay to 10 %
-        if step < config.warmup_steps:
-            return (step + 1) / config.warmup_steps
-        progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
-        return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(config.warmup_steps, config.steps))
     tokens_seen = 0
     if checkpoints:
         state = torch.load(checkpoints[-1] / STATE_FILE, weights_only=False)

@@ -80,8 +80,29 @@ class TrainConfig:
         return PRESETS[self.preset][-1][1]
 
 
-def _checkpoints(output: Path) -> list[Path]:
+def checkpoints_in(output: Path) -> list[Path]:
+    """A run's ``checkpoint-K`` folders, oldest first."""
     return sorted(output.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+
+
+def freeze_vocabulary(model: PreTrainedModel) -> None:
+    """Keep the input embeddings and the output head as they are (the target's shared vocabulary)."""
+    model.get_input_embeddings().weight.requires_grad_(False)
+    head = model.get_output_embeddings()
+    if head is not None:
+        head.weight.requires_grad_(False)
+
+
+def warmup_cosine(warmup_steps: int, steps: int):
+    """LR multiplier per step: linear warm-up, then cosine decay to 10 %."""
+
+    def schedule(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / warmup_steps
+        progress = (step - warmup_steps) / max(1, steps - warmup_steps)
+        return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+    return schedule
 
 
 def _alignment_batch(examples: list[TargetAnswer], config: TrainConfig, step: int, pad_id: int):
@@ -152,24 +173,14 @@ def train_draft(
     rank_seed = config.seed + 1_000 * accelerator.process_index
 
     start_step = 0
-    checkpoints = _checkpoints(output) if config.resume else []
+    checkpoints = checkpoints_in(output) if config.resume else []
     if checkpoints:
         draft = AutoModelForCausalLM.from_pretrained(checkpoints[-1], dtype=torch.float32)
     if config.freeze_embeddings:
-        draft.get_input_embeddings().weight.requires_grad_(False)
-        head = draft.get_output_embeddings()
-        if head is not None:
-            head.weight.requires_grad_(False)
+        freeze_vocabulary(draft)
     params = [p for p in draft.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-
-    def schedule(step: int) -> float:  # linear warm-up, cosine decay to 10 %
-        if step < config.warmup_steps:
-            return (step + 1) / config.warmup_steps
-        progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
-        return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(config.warmup_steps, config.steps))
     if checkpoints:
         state = torch.load(checkpoints[-1] / "trainer_state.pt", weights_only=False)
         optimizer.load_state_dict(state["optimizer"])

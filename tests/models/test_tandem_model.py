@@ -118,6 +118,34 @@ def test_save_and_load(tmp_path, primary):
         TandemModel.from_pretrained(tmp_path)
 
 
+def test_identity_projections_from_a_full_copy_give_the_primary(primary):
+    """A secondary copied from every primary layer, reading each layer's own input through identity
+    projections, sees the primary's exact keys and values for earlier blocks and computes the same ones
+    for its own block: its logits are the primary's, whatever the blocks."""
+    depth = primary.config.num_hidden_layers
+    secondary = build_draft(primary, DraftShape(num_layers=depth, init_layers=tuple(range(depth))))
+    signature = primary_signature(primary)
+    tandem = TandemModel(secondary, signature, tuple(range(depth)), projection_init="identity").eval()
+    tokens = torch.randint(3, VOCAB, (2, 9), generator=torch.Generator().manual_seed(8))
+    with torch.no_grad():
+        expected = primary(tokens).logits
+        for gamma, offset in ((2, 0), (3, 1), (9, 0)):
+            got = tandem(tokens, primary_states(primary, tokens), fixed_blocks(9, gamma, offset)[None])
+            torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
+    random = TandemModel(secondary, signature, tuple(range(depth))).eval()  # negative control
+    with torch.no_grad():
+        got = random(tokens, primary_states(primary, tokens), fixed_blocks(9, 2)[None])
+    assert (got - expected).abs().amax() > 1e-2
+
+
+def test_identity_projections_need_equal_widths(primary):
+    narrow = build_draft(primary, DraftShape(num_layers=2, hidden_size=16, num_heads=2))
+    with pytest.raises(InvalidArgumentError, match="identity projections"):
+        TandemModel(narrow, primary_signature(primary), projection_init="identity")
+    with pytest.raises(InvalidArgumentError, match="projection_init"):
+        TandemModel(narrow, primary_signature(primary), projection_init="eye")
+
+
 def test_bad_layer_maps_and_vocabularies(primary):
     secondary = build_draft(primary, DraftShape(num_layers=2, hidden_size=16, num_heads=2))
     signature = primary_signature(primary)

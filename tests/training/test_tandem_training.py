@@ -400,3 +400,21 @@ def test_tandem_ce_branched_from_distils_half_way_point_is_the_straight_ce_run(t
     assert json.loads((branch / "train_config.json").read_text())["branch_from"] == source
     with pytest.raises(InvalidArgumentError, match="checkpoint-K"):
         train_tandem(tandem_for(primary), cache, config(tmp_path / "x", branch_from=str(tmp_path)), tok)
+
+
+def test_identity_projections_read_the_copied_layers_by_default(tmp_path, tiny_model_dir, answers, capsys):
+    """`--projection-init identity` without a layer map: each secondary layer reads the primary's input
+    to the layer it was copied from (a 1-layer secondary copies layer 0, so it reads the embeddings)."""
+    answers_file = tmp_path / "answers.jsonl"
+    answers_file.write_text("".join(json.dumps(a.__dict__) + "\n" for a in answers))
+    cache_dir, out = tmp_path / "cache", tmp_path / "run"
+    target = ["--target", str(tiny_model_dir)]
+    data = ["--answers", str(answers_file), "--output", str(cache_dir), "--hidden-layers", "0"]
+    assert main(["data", "primary", *target, *data, "--top-k", "8", "--max-len", "64"]) == 0
+    train = ["train", "tandem", *target, "--cache", str(cache_dir), "--output", str(out), "--layers", "1"]
+    options = ["--steps", "2", "--eval-every", "2", "--save-every", "2", "--eval-sequences", "4", "--bf16", "off"]
+    assert main([*train, *options, "--projection-init", "identity"]) == 0
+    extra = json.loads((out / "train_config.json").read_text())["extra"]
+    assert extra["layer_map"] == [0] and extra["projection_init"] == "identity"
+    assert main([*train, *options, "--projection-init", "identity", "--hidden-size", "16", "--heads", "2"]) == 2
+    assert "identity projections need" in capsys.readouterr().err

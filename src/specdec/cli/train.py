@@ -262,7 +262,16 @@ def add_tandem_arguments(parser: argparse.ArgumentParser) -> None:
     )
     _add_shape_arguments(parser)
     parser.add_argument(
-        "--layer-map", default=None, help="primary hidden-state index per secondary layer, e.g. 15,30"
+        "--layer-map",
+        default=None,
+        help="primary hidden-state index per secondary layer, e.g. 15,30 (default: evenly spaced; "
+        "with --projection-init identity, the layers the secondary was copied from)",
+    )
+    parser.add_argument(
+        "--projection-init",
+        choices=("random", "identity"),
+        default="random",
+        help="random: the paper; identity: each copied layer starts reading the primary's own input to it",
     )
     opt = parser.add_argument_group("optimisation")
     opt.add_argument("--gamma", type=int, default=2, help="γ_train, the block length of the training mask")
@@ -308,6 +317,7 @@ def run_train_tandem(args: argparse.Namespace) -> Path:
     from specdec.models import load_model
     from specdec.models.tandem import TandemModel, primary_signature
     from specdec.training import build_draft
+    from specdec.training.draft_model import default_init_layers
     from specdec.training.primary_cache import PrimaryCache
     from specdec.training.tandem import TandemTrainConfig, train_tandem
 
@@ -344,8 +354,14 @@ def run_train_tandem(args: argparse.Namespace) -> Path:
     model = secondary
     if args.architecture == "tandem":
         layer_map = tuple(int(h) for h in args.layer_map.split(",")) if args.layer_map else None
-        model = TandemModel(secondary, primary_signature(target.model), layer_map)
+        if layer_map is None and args.projection_init == "identity" and shape.init == "target":
+            layers = target.model.config.num_hidden_layers
+            layer_map = shape.init_layers or default_init_layers(layers, shape.num_layers)
+        model = TandemModel(
+            secondary, primary_signature(target.model), layer_map, projection_init=args.projection_init
+        )
         config.extra["layer_map"] = list(model.layer_map)
+        config.extra["projection_init"] = args.projection_init
     best = train_tandem(model, cache, config, target.tokenizer)
     print(f"best checkpoint: {best}")
     return best

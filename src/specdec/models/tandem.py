@@ -27,6 +27,7 @@ from specdec.errors import InvalidArgumentError, ModelNotFoundError, VocabularyM
 from specdec.models.vocabulary import output_vocab_size
 
 CONFIG_FILE = "tandem.json"
+PROJECTION_INITS = ("random", "identity")
 PROJECTIONS_FILE = "projections.safetensors"
 SECONDARY_DIR = "secondary"
 
@@ -95,9 +96,19 @@ class TandemModel(nn.Module):
         secondary: the secondary decoder (e.g. from :func:`specdec.training.build_draft`).
         primary: the signature of the primary it reads (:func:`primary_signature`).
         layer_map: the primary hidden-state index each secondary layer reads (default: evenly spaced).
+        projection_init: ``"random"`` (the paper: nn.Linear's default) or ``"identity"`` (same widths
+            only). Identity pays when secondary layer j is a copy of primary layer i and reads x^(i),
+            the primary's own input to that layer: it then starts with exactly the primary's keys and
+            values for earlier blocks, instead of learning the map from scratch.
     """
 
-    def __init__(self, secondary: PreTrainedModel, primary: dict, layer_map: Sequence[int] | None = None):
+    def __init__(
+        self,
+        secondary: PreTrainedModel,
+        primary: dict,
+        layer_map: Sequence[int] | None = None,
+        projection_init: str = "random",
+    ):
         super().__init__()
         layers = secondary.config.num_hidden_layers
         depth = primary["num_hidden_layers"]
@@ -115,6 +126,20 @@ class TandemModel(nn.Module):
         self.secondary, self.primary, self.layer_map = secondary, dict(primary), layer_map
         width = secondary.config.get_text_config().hidden_size
         self.projections = nn.ModuleList(nn.Linear(primary["hidden_size"], width) for _ in layer_map)
+        if projection_init not in PROJECTION_INITS:
+            raise InvalidArgumentError(
+                f"projection_init must be one of {PROJECTION_INITS}, got {projection_init!r}"
+            )
+        if projection_init == "identity":
+            if width != primary["hidden_size"]:
+                raise InvalidArgumentError(
+                    f"identity projections need the secondary's width ({width}) to equal the primary's "
+                    f"({primary['hidden_size']})"
+                )
+            with torch.no_grad():
+                for projection in self.projections:
+                    nn.init.eye_(projection.weight)
+                    nn.init.zeros_(projection.bias)
 
     @property
     def primary_layers(self) -> tuple[int, ...]:

@@ -412,9 +412,10 @@ def test_identity_projections_read_the_copied_layers_by_default(tmp_path, tiny_m
     data = ["--answers", str(answers_file), "--output", str(cache_dir), "--hidden-layers", "0"]
     assert main(["data", "primary", *target, *data, "--top-k", "8", "--max-len", "64"]) == 0
     train = ["train", "tandem", *target, "--cache", str(cache_dir), "--output", str(out), "--layers", "1"]
-    options = ["--steps", "2", "--eval-every", "2", "--save-every", "2", "--eval-sequences", "4", "--bf16", "off"]
-    assert main([*train, *options, "--projection-init", "identity"]) == 0
+    options = ["--steps", "2", "--eval-every", "2", "--save-every", "2", "--eval-sequences", "4"]
+    options += ["--bf16", "off", "--projection-init", "identity"]
+    assert main([*train, *options]) == 0
     extra = json.loads((out / "train_config.json").read_text())["extra"]
     assert extra["layer_map"] == [0] and extra["projection_init"] == "identity"
-    assert main([*train, *options, "--projection-init", "identity", "--hidden-size", "16", "--heads", "2"]) == 2
+    assert main([*train, *options, "--hidden-size", "16", "--heads", "2"]) == 2
     assert "identity projections need" in capsys.readouterr().err

@@ -280,3 +280,92 @@ def test_compaction_inside_extend_keeps_state_updatable(model):
     assert engine.length < 3 + 2 * 5  # the fifth extend only fitted after compaction
     engine.rollback(torch.tensor([2, 1]))
     assert engine.num_tokens.tolist() == [9, 8]
+
+
+def prefix_states(model, n: int, seed: int = 3) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Random keys/values of ``n`` slots for every layer, shaped like the model's cache."""
+    config = model.config
+    heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    head_dim = config.hidden_size // config.num_attention_heads
+    generator = torch.Generator().manual_seed(seed)
+    return [
+        (
+            torch.randn(1, heads, n, head_dim, generator=generator),
+            torch.randn(1, heads, n, head_dim, generator=generator),
+        )
+        for _ in range(config.num_hidden_layers)
+    ]
+
+
+@pytest.mark.parametrize("pack", [False, True])
+def test_reserved_slots_are_invisible_unless_a_query_asks(model, pack):
+    """Tokens that don't ask see exactly what they would without reserved slots (bit for bit), through
+    rollback and compaction; a query that asks sees the given states as a P-tuning-v2 prefix would."""
+    x = tokens(12)
+    plain = Engine(model, pack_weights=pack)
+    plain.reset(1, 8)
+    expected = torch.cat([plain.extend(x[:, :5]).logits, plain.extend(x[:, 5:]).logits], dim=1)
+    engine = Engine(model, pack_weights=pack)
+    engine.reset(1, 8, reserved=3)
+    engine.write_reserved(prefix_states(model, 3))
+    first = engine.extend(x[:, :5]).logits
+    engine.extend(tokens(4, seed=5))  # junk, rolled back: a hole the growth below compacts away
+    engine.rollback(4)
+    got = torch.cat([first, engine.extend(x[:, 5:]).logits], dim=1)
+    assert engine.num_tokens.tolist() == [12] and engine.reserved == 3
+    assert torch.equal(got, expected)
+    # A query that sees the reserved slots: the model given them as past keys/values (no positions).
+    from transformers import DynamicCache
+
+    ask = engine.extend(x[:, :1], sees_reserved=torch.ones(1, 1, dtype=torch.bool)).logits
+    past = DynamicCache()
+    states = prefix_states(model, 3)
+    seq = torch.cat([x, x[:, :1]], dim=1)
+    for layer, (k, v) in enumerate(states):
+        past.update(k, v, layer)
+    hidden_mask = torch.ones(1, 1, 13, 3 + 13, dtype=torch.bool).tril(diagonal=3)
+    hidden_mask[..., :, :3] = False
+    hidden_mask[..., -1, :3] = True  # only the last query sees the prefix
+    with torch.inference_mode():
+        from specdec.engine.engine import attention_masks
+
+        positions = torch.arange(13)[None]
+        key_pos = torch.cat([torch.full((1, 3), 2**40), positions], dim=1)
+        mask = attention_masks(model.config, model.dtype, hidden_mask, positions, key_pos)
+        ref = model(seq, position_ids=positions, past_key_values=past, attention_mask=mask).logits
+    torch.testing.assert_close(ask[:, -1], ref[:, -1], rtol=1e-5, atol=1e-5)
+    assert (ask[:, -1] - expected[:, 0]).abs().max() > 1e-3  # the prefix does change what it sees
+
+
+def test_given_embeddings_and_positions(model):
+    x = tokens(8)
+    engine = Engine(model)
+    engine.reset(1, 16)
+    engine.extend(x[:, :4])
+    embed = model.get_input_embeddings()
+    with torch.inference_mode():
+        same = engine.extend(x[:, 4:], embeds=embed(x[:, 4:])).logits
+        full = model(x).logits[:, 4:]
+    torch.testing.assert_close(same, full, rtol=1e-5, atol=1e-5)
+    engine.rollback(4)
+    learned = torch.randn(1, 4, model.config.hidden_size, generator=torch.Generator().manual_seed(2))
+    where = torch.tensor([[False, True, False, True]])
+    got = engine.extend(
+        x[:, 4:], embeds=learned, embeds_mask=where, positions=torch.tensor([[4, 6, 5, 9]])
+    ).logits
+    with torch.inference_mode():
+        inputs = torch.cat([embed(x[:, :4]), torch.where(where[..., None], learned, embed(x[:, 4:]))], dim=1)
+        ref = model(inputs_embeds=inputs, position_ids=torch.tensor([[0, 1, 2, 3, 4, 6, 5, 9]])).logits[:, 4:]
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_reserved_slot_errors(model):
+    engine = Engine(model)
+    with pytest.raises(InvalidArgumentError, match="reserved"):
+        engine.reset(1, 8, reserved=-1)
+    engine.reset(1, 8)
+    with pytest.raises(InvalidArgumentError, match="no reserved slots"):
+        engine.write_reserved(prefix_states(model, 2))
+    engine.reset(1, 8, reserved=3)
+    with pytest.raises(InvalidArgumentError, match="3 slots each"):
+        engine.write_reserved(prefix_states(model, 2))

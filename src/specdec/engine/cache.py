@@ -43,7 +43,8 @@ class SlotLayer(CacheLayerMixin):
         end = start + key_states.shape[-2]
         self.keys[:, :, start:end] = key_states
         self.values[:, :, start:end] = value_states
-        return self.keys[:, :, :end], self.values[:, :, :end]
+        first = self.owner.read_start
+        return self.keys[:, :, first:end], self.values[:, :, first:end]
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
         return self.owner.write_start + query_length, 0
@@ -84,6 +85,7 @@ class SlotCache(Cache):
     def __init__(self, num_layers: int, capacity: int):
         self.capacity = capacity
         self.write_start = 0
+        self.read_start = 0  # attention reads slots read_start .. (skipping reserved slots no query sees)
         super().__init__(layers=[SlotLayer(self) for _ in range(num_layers)])
 
     def gather_slots(self, index: torch.Tensor) -> None:
@@ -98,6 +100,17 @@ class SlotCache(Cache):
         for layer in self.layers:
             layer.grow(capacity)
         self.capacity = capacity
+
+    def write(self, start: int, keys_values: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        """Write given keys/values ``[B, heads, n, head_dim]`` per layer into slots ``start`` .. ``start + n``
+        (e.g. learned prefix states that no forward computes)."""
+        saved = self.write_start
+        self.write_start = start
+        try:
+            for layer, (keys, values) in zip(self.layers, keys_values, strict=True):
+                layer.update(keys, values)
+        finally:
+            self.write_start = saved
 
     def nbytes(self) -> int:
         """Bytes held by the key/value buffers allocated so far."""

@@ -27,6 +27,7 @@ from specdec.models.surgery import decoder_layers
 # Layer kinds whose state is a plain per-token KV list, so dropping tokens is exact.
 _ROLLBACK_LAYER_TYPES = {"full_attention", "sliding_attention"}
 _MASKABLE_ATTENTION = {"sdpa", "eager"}
+_NO_POSITION = 2**40  # key position of reserved slots: later than any query, inside every window
 
 
 @dataclass
@@ -146,19 +147,39 @@ class Engine:
 
     # -- state ---------------------------------------------------------------------------------
     @torch.inference_mode()
-    def reset(self, batch_size: int, capacity: int) -> None:
+    def reset(self, batch_size: int, capacity: int, reserved: int = 0) -> None:
         """Start a new batch with ``capacity`` slots per row to begin with.
 
         The cache grows when a block does not fit, so ``capacity`` is only a first guess; it is
-        capped at the context window, which no row can outgrow.
+        capped at the context window, which no row can outgrow. ``reserved`` slots at the front hold
+        states no forward computes (:meth:`write_reserved`, e.g. BiTA's learned prefix): they hold
+        no token, take no position, and only the queries an :meth:`extend` names may see them.
         """
-        capacity = self.first_capacity(capacity)
+        if isinstance(reserved, bool) or not isinstance(reserved, int) or reserved < 0:
+            raise InvalidArgumentError(f"reserved slots must be an integer >= 0, got {reserved!r}")
+        capacity = self.first_capacity(capacity) + reserved
         self.check_fits(batch_size, capacity)
         self.cache = SlotCache(self.config.num_hidden_layers, capacity)
         self.valid = torch.zeros(batch_size, self.cache.capacity, dtype=torch.bool, device=self.device)
         self.slot_pos = torch.zeros(batch_size, self.cache.capacity, dtype=torch.long, device=self.device)
-        self.length = 0
+        # Reserved keys sit "after" every query, so no sliding window ever drops them.
+        self.slot_pos[:, :reserved] = _NO_POSITION
+        self.reserved = self.length = reserved
         self._block: tuple[int, int] = (0, 0)
+
+    @torch.inference_mode()
+    def write_reserved(self, keys_values: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        """Put given keys/values ``[B, kv_heads, reserved, head_dim]``, one pair per layer, in the reserved slots."""
+        if not self.reserved:
+            raise InvalidArgumentError("this batch has no reserved slots: start it with reserved > 0")
+        shapes = {tuple(t.shape[-2:-1]) for kv in keys_values for t in kv}
+        if len(keys_values) != self.config.num_hidden_layers or shapes != {(self.reserved,)}:
+            raise InvalidArgumentError(
+                f"reserved states must be {self.config.num_hidden_layers} (key, value) pairs of "
+                f"{self.reserved} slots each"
+            )
+        kv = [(k.to(self.device, self.model.dtype), v.to(self.device, self.model.dtype)) for k, v in keys_values]
+        self.cache.write(0, [(k.expand(self.batch_size, *k.shape[1:]), v.expand_as(k)) for k, v in kv])
 
     def first_capacity(self, capacity: int) -> int:
         """The slots :meth:`reset` starts with for a wish of ``capacity``: capped at the context window."""
@@ -171,17 +192,22 @@ class Engine:
         check_fits(rows, capacity, kv_bytes_per_slot(self.config, self.model.dtype), self.device)
 
     def start(
-        self, prompts: Sequence[Sequence[int]], *, extra_slots: int, hidden_layers: Sequence[int] = ()
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        extra_slots: int,
+        hidden_layers: Sequence[int] = (),
+        reserved: int = 0,
     ) -> ExtendOutput | None:
         """Reset for ``prompts`` and prefill all but each one's last token.
 
         The last token is the row's *pending* token, which the first decoding step feeds (alone, or
         ahead of a draft block), so every decoder and model drafter starts the same way. ``extra_slots``
-        is the expected growth beyond the longest prompt. Returns the prefill's output (logits at each
-        row's last prefilled token; hidden states of every prefilled token, left-padded), or None when
-        every prompt is a single token.
+        is the expected growth beyond the longest prompt; ``reserved`` see :meth:`reset`. Returns the
+        prefill's output (logits at each row's last prefilled token; hidden states of every prefilled
+        token, left-padded), or None when every prompt is a single token.
         """
-        self.reset(len(prompts), max(len(p) for p in prompts) + extra_slots)
+        self.reset(len(prompts), max(len(p) for p in prompts) + extra_slots, reserved)
         if any(len(p) > 1 for p in prompts):
             return self.prefill([p[:-1] for p in prompts], hidden_layers=hidden_layers)
         return None
@@ -214,6 +240,10 @@ class Engine:
         model: PreTrainedModel | None = None,
         layer_inputs: dict[int, torch.Tensor] | None = None,
         layer_input_mask: torch.Tensor | None = None,
+        embeds: torch.Tensor | None = None,
+        embeds_mask: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+        sees_reserved: torch.Tensor | None = None,
     ) -> ExtendOutput:
         """Run the model on a block of new tokens per row and keep them in the cache.
 
@@ -229,6 +259,10 @@ class Engine:
                 tokens overwrites.
             layer_inputs: ``{j: [B, T, d]}`` given input hidden states of decoder layer j for the
                 tokens ``layer_input_mask`` marks (all if None); see :func:`given_layer_inputs`.
+            embeds: ``[B, T, d]`` input embeddings of the tokens ``embeds_mask`` marks (all if None),
+                in place of their token ids' (learned tokens such as BiTA's masks).
+            positions: ``[B, T]`` position ids, in place of those the tree depth gives.
+            sees_reserved: ``[B, T]``, True for the queries that may see the reserved slots.
         """
         tokens = tokens.to(self.device)
         batch, width = tokens.shape
@@ -241,26 +275,42 @@ class Engine:
         if tree_mask is not None:
             block = tree_mask.to(self.device, torch.bool)
         block = block.expand(batch, width, width) & token_mask[:, None, :]
-        positions = self.num_tokens[:, None] + block.sum(-1) - 1
-        positions = positions.clamp(min=0)
+        if positions is None:
+            positions = (self.num_tokens[:, None] + block.sum(-1) - 1).clamp(min=0)
+        positions = positions.to(self.device)
         if self.max_positions is not None and int(positions.max()) >= self.max_positions:
             raise PromptError(f"sequence exceeds the model's context of {self.max_positions} tokens")
         self._make_room(width)
         block |= torch.eye(width, dtype=torch.bool, device=self.device)  # padding rows attend to themselves
-        past = self.valid[:, None, : self.length].expand(batch, width, self.length)
+        # Attention reads the reserved slots only when a query may see them, so a block that has none
+        # computes exactly what it would without them.
+        asks = sees_reserved is not None and bool(sees_reserved.any())
+        first = 0 if asks else self.reserved
+        past = self.valid[:, None, first : self.length].expand(batch, width, self.length - first)
+        if asks:
+            past = past.clone()
+            past[..., : self.reserved] = sees_reserved.to(self.device, torch.bool)[:, :, None]
         mask = torch.cat([past, block], dim=-1)[:, None]
-        key_pos = torch.cat([self.slot_pos[:, : self.length], positions], dim=-1)
+        key_pos = torch.cat([self.slot_pos[:, first : self.length], positions], dim=-1)
 
         start = self.length
-        self.cache.write_start = start
+        self.cache.write_start, self.cache.read_start = start, first
         kwargs = {}
         if self._takes_logits_to_keep and num_logits is not None:
             kwargs["logits_to_keep"] = num_logits
         runner = self.model if model is None else model
         given = given_layer_inputs(runner, layer_inputs, layer_input_mask) if layer_inputs else nullcontext()
+        if embeds is None:
+            inputs = {"input_ids": tokens}
+        else:
+            own = self.model.get_input_embeddings()(tokens)
+            given_embeds = embeds.to(own.device, own.dtype)
+            if embeds_mask is not None:
+                given_embeds = torch.where(embeds_mask.to(own.device)[..., None], given_embeds, own)
+            inputs = {"inputs_embeds": given_embeds}
         with given:
             out = runner(
-                input_ids=tokens,
+                **inputs,
                 position_ids=positions,
                 attention_mask=attention_masks(self.config, self.model.dtype, mask, positions, key_pos),
                 past_key_values=self.cache,
@@ -310,14 +360,14 @@ class Engine:
         capacity = self.cache.capacity
         if self.length + width <= capacity:
             return
-        if int(self.valid.sum(1).max()) < self.length:
+        if int(self.valid.sum(1).max()) < self.length - self.reserved:
             self.compact()
         needed = self.length + width
         if needed <= capacity and capacity - needed >= capacity // 4:
             return  # compaction freed enough; growing now would waste memory
         target = max(needed, 2 * capacity)
         if self.max_positions is not None:
-            target = max(needed, min(target, self.max_positions + width))
+            target = max(needed, min(target, self.max_positions + self.reserved + width))
         if target > capacity:
             self._grow(target)
 
@@ -356,18 +406,22 @@ class Engine:
 
     def _trim(self) -> None:
         used = self.valid[:, : self.length].any(0).nonzero()
-        self.length = int(used[-1]) + 1 if len(used) else 0
+        self.length = max(int(used[-1]) + 1 if len(used) else 0, self.reserved)
         self.valid[:, self.length :] = False
 
     @torch.inference_mode()
     def compact(self) -> None:
-        """Move each row's tokens to the front of its slots, squeezing out rolled-back holes."""
-        order = torch.sort((~self.valid).to(torch.int8), dim=1, stable=True).indices
+        """Move each row's tokens to the front of its slots (after the reserved ones), squeezing out
+        rolled-back holes."""
+        r = self.reserved
+        tail = torch.sort((~self.valid[:, r:]).to(torch.int8), dim=1, stable=True).indices + r
+        order = torch.cat([torch.arange(r, device=self.device).expand(len(tail), r), tail], dim=1)
         self.cache.gather_slots(order)
         self.slot_pos = self.slot_pos.gather(1, order)
         counts = self.valid.sum(1)
-        self.valid = torch.arange(self.valid.shape[1], device=self.device)[None, :] < counts[:, None]
-        self.length = int(counts.max()) if len(counts) else 0
+        slots = torch.arange(self.valid.shape[1], device=self.device)[None, :]
+        self.valid = (slots >= r) & (slots < r + counts[:, None])
+        self.length = r + (int(counts.max()) if len(counts) else 0)
 
     @torch.inference_mode()
     def select_rows(self, rows: torch.Tensor) -> None:

@@ -169,7 +169,8 @@ class Engine:
 
     @torch.inference_mode()
     def write_reserved(self, keys_values: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> None:
-        """Put given keys/values ``[B, kv_heads, reserved, head_dim]``, one pair per layer, in the reserved slots."""
+        """Put given keys/values ``[B or 1, kv_heads, reserved, head_dim]``, one pair per layer, in the
+        reserved slots."""
         if not self.reserved:
             raise InvalidArgumentError("this batch has no reserved slots: start it with reserved > 0")
         shapes = {tuple(t.shape[-2:-1]) for kv in keys_values for t in kv}
@@ -178,8 +179,17 @@ class Engine:
                 f"reserved states must be {self.config.num_hidden_layers} (key, value) pairs of "
                 f"{self.reserved} slots each"
             )
-        kv = [(k.to(self.device, self.model.dtype), v.to(self.device, self.model.dtype)) for k, v in keys_values]
-        self.cache.write(0, [(k.expand(self.batch_size, *k.shape[1:]), v.expand_as(k)) for k, v in kv])
+        batch, dtype = self.batch_size, self.model.dtype
+        self.cache.write(
+            0,
+            [
+                (
+                    k.to(self.device, dtype).expand(batch, *k.shape[1:]),
+                    v.to(self.device, dtype).expand(batch, *v.shape[1:]),
+                )
+                for k, v in keys_values
+            ],
+        )
 
     def first_capacity(self, capacity: int) -> int:
         """The slots :meth:`reset` starts with for a wish of ``capacity``: capped at the context window."""

@@ -10,6 +10,13 @@ from specdec.sampling.processors import (
     max_probability,
 )
 from specdec.sampling.rejection import acceptance_probability, rejection_sample, residual_distribution
+from specdec.sampling.tree import (
+    TreeVerification,
+    chain_parents,
+    tree_attention,
+    tree_match_verify,
+    tree_rejection_sample,
+)
 from specdec.sampling.verification import Verification, greedy_verify, match_verify
 
 __all__ = [
@@ -18,8 +25,10 @@ __all__ = [
     "KeyedDraws",
     "SamplingConfig",
     "Stream",
+    "TreeVerification",
     "Verification",
     "acceptance_probability",
+    "chain_parents",
     "choose_tokens",
     "greedy_tokens",
     "greedy_verify",
@@ -30,4 +39,7 @@ __all__ = [
     "rejection_sample",
     "residual_distribution",
     "row_keys",
+    "tree_attention",
+    "tree_match_verify",
+    "tree_rejection_sample",
 ]

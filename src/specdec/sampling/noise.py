@@ -83,6 +83,17 @@ class Draws(ABC):
         """``[n]`` float64 uniforms in [0, 1)."""
 
     @abstractmethod
+    def uniforms(
+        self,
+        offsets: int | torch.Tensor,
+        count: int,
+        rows: torch.Tensor | None = None,
+        stream: Stream = Stream.ACCEPT,
+    ) -> torch.Tensor:
+        """``[n, count]`` float64 uniforms in [0, 1): several independent ones per position (the accept
+        tests of sibling draft tokens)."""
+
+    @abstractmethod
     def gumbel(
         self,
         offsets: int | torch.Tensor,
@@ -118,6 +129,10 @@ class KeyedDraws(Draws):
         draws = [self._rand(k, p, stream, 1) for k, p in self._positions(offsets, rows)]
         return torch.cat(draws) if draws else torch.zeros(0, dtype=torch.float64)
 
+    def uniforms(self, offsets, count, rows=None, stream=Stream.ACCEPT):
+        draws = [self._rand(k, p, stream, count) for k, p in self._positions(offsets, rows)]
+        return torch.stack(draws) if draws else torch.zeros(0, count, dtype=torch.float64)
+
     def gumbel(self, offsets, vocab, rows=None, stream=Stream.DRAW):
         draws = [self._rand(k, p, stream, vocab) for k, p in self._positions(offsets, rows)]
         uniform = torch.stack(draws) if draws else torch.zeros(0, vocab, dtype=torch.float64)
@@ -140,6 +155,9 @@ class GeneratorDraws(Draws):
 
     def uniform(self, offsets, rows=None, stream=Stream.ACCEPT):
         return torch.rand(self._count(offsets, rows), dtype=torch.float64, generator=self.generator)
+
+    def uniforms(self, offsets, count, rows=None, stream=Stream.ACCEPT):
+        return torch.rand(self._count(offsets, rows), count, dtype=torch.float64, generator=self.generator)
 
     def gumbel(self, offsets, vocab, rows=None, stream=Stream.DRAW):
         size = (self._count(offsets, rows), vocab)

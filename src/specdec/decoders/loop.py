@@ -1,8 +1,9 @@
 """The one draft-then-verify loop every speculative method runs, with its own verify rule.
 
-Each step: the drafter guesses γ tokens per row, the target scores [pending token, draft] in one
-pass, the rule decides how many draft tokens each row keeps and which token follows them, both
-caches roll back the rest, and the drafter hears what was settled (with the target pass's logits
+Each step: the drafter guesses γ tokens per row (a chain, or a tree of candidates), the target scores
+[pending token, draft] in one pass (with any positions the drafter adds for itself, e.g. BiTA's mask
+tokens), the rule decides which draft tokens each row keeps and which token follows them, both
+caches drop the rest, and the drafter hears what was settled (with the target pass's logits
 and requested hidden states). γ comes from a policy, cut near a row's token budget and near the
 end of the context window, down to 0 (a plain target step), so every position of the window is used.
 """
@@ -20,10 +21,11 @@ from specdec.decoders.stats import GenerationStats
 from specdec.decoders.stopping import Rows
 from specdec.drafters import Draft, Drafter, Feedback
 from specdec.engine import Engine
-from specdec.sampling import Draws, Verification
+from specdec.sampling import Draws, TreeVerification, Verification, chain_parents, tree_attention
 
-# rule(draft, target logits [B, γ+1, V], draws) -> how many draft tokens each row keeps, and what follows
-VerifyRule = Callable[[Draft, torch.Tensor, Draws], Verification]
+# rule(draft, target logits at [pending, draft tokens] [B, γ+1, V], draws) -> what each row keeps
+# (a count for chains, a path for trees) and what follows
+VerifyRule = Callable[[Draft, torch.Tensor, Draws], Verification | TreeVerification]
 
 
 def draft_length(policy: GammaPolicy, rows: Rows, target: Engine, drafter: Drafter) -> int:
@@ -45,6 +47,57 @@ def trim(draft: Draft) -> Draft:
         return draft
     probs = None if draft.probs is None else draft.probs[:, :width]
     return Draft(draft.tokens[:, :width], probs, draft.lengths)
+
+
+def verify_block(pending: torch.Tensor, draft: Draft) -> tuple[torch.Tensor, dict]:
+    """The target's block for a draft, [pending token, draft tokens, the drafter's extra positions], and
+    the :meth:`~specdec.engine.Engine.extend` options that shape it (padding, tree mask, embeddings)."""
+    lengths = draft.row_lengths()
+    tokens = torch.cat([pending[:, None], draft.tokens], dim=1)
+    token_mask = torch.arange(draft.gamma + 1)[None, :] <= lengths[:, None]
+    if draft.parents is None and draft.extra is None:
+        return tokens, {"token_mask": token_mask}
+    mask = tree_attention(draft.parents if draft.parents is not None else chain_parents(draft.gamma))
+    options: dict = {}
+    if draft.extra is not None:
+        batch, extra, size = draft.extra.embeds.shape
+        nodes = tokens.shape[1]
+        width = nodes + extra
+        full = torch.zeros(width, width, dtype=torch.bool)
+        full[:nodes, :nodes] = mask
+        full[nodes:] = draft.extra.sees
+        mask = full
+        tokens = torch.cat([tokens, torch.zeros(batch, extra, dtype=torch.long)], dim=1)
+        token_mask = torch.cat([token_mask, torch.ones(batch, extra, dtype=torch.bool)], dim=1)
+        embeds = draft.extra.embeds.new_zeros(batch, width, size)
+        embeds[:, nodes:] = draft.extra.embeds
+        given = (torch.arange(width) >= nodes)[None].expand(batch, width)
+        options = {"embeds": embeds, "embeds_mask": given}
+        if draft.extra.sees_reserved:
+            options["sees_reserved"] = given
+    return tokens, {"token_mask": token_mask, "tree_mask": mask, **options}
+
+
+def keep_settled(target: Engine, draft: Draft, result: Verification | TreeVerification, width: int) -> None:
+    """Drop from the target's cache what the verification did not keep of the last block (``width``
+    positions), extra positions included: a count rolled back for chains, the kept path for trees."""
+    lengths = draft.row_lengths()
+    if draft.parents is None and draft.extra is None:
+        target.rollback(lengths - result.num_accepted)
+        return
+    keep = torch.zeros(len(lengths), width, dtype=torch.bool)
+    keep[:, 0] = True
+    for row, nodes in enumerate(accepted_nodes(draft, result)):
+        keep[row, [1 + i for i in nodes]] = True
+    target.keep(keep)
+
+
+def accepted_nodes(draft: Draft, result: Verification | TreeVerification) -> list[list[int]]:
+    """The draft positions each row kept, in order."""
+    counts = result.num_accepted.tolist()
+    if isinstance(result, TreeVerification):
+        return [result.path[row, :n].tolist() for row, n in enumerate(counts)]
+    return [list(range(n)) for n in counts]
 
 
 def draft_verify_loop(
@@ -69,6 +122,7 @@ def draft_verify_loop(
             request.prompts,
             extra_slots=request.first_growth(block=policy.max_gamma + 1),
             hidden_layers=drafter.target_hidden_layers,
+            reserved=drafter.reserved_slots,
         )
         drafter.begin(request.prompts, prefill)
     while rows.active:
@@ -80,16 +134,17 @@ def draft_verify_loop(
             spent = stats.draft_time, stats.target_time
             with stats.timed("draft_time", target.device):
                 draft = drafter.propose(gamma, request.sampling, draws, min_confidence=min_confidence)
-            draft = trim(draft)  # short or stopped drafts: don't verify padding
+            if draft.parents is None:
+                draft = trim(draft)  # short or stopped drafts: don't verify padding
             lengths = draft.row_lengths()
-            block = torch.cat([rows.pending[:, None], draft.tokens], dim=1)
-            block_mask = torch.arange(draft.gamma + 1)[None, :] <= lengths[:, None]
+            block, options = verify_block(rows.pending, draft)
             with stats.timed("target_time", target.device):
-                out = target.extend(block, token_mask=block_mask, hidden_layers=drafter.target_hidden_layers)
-            result = rule(draft, out.logits, draws)
+                out = target.extend(block, hidden_layers=drafter.target_hidden_layers, **options)
+            result = rule(draft, out.logits[:, : draft.gamma + 1], draws)
             accepted = result.num_accepted
-            target.rollback(lengths - accepted)
-            drafter.update(Feedback(accepted, result.next_token, out))
+            keep_settled(target, draft, result, block.shape[1])
+            path = result.path if isinstance(result, TreeVerification) else None
+            drafter.update(Feedback(accepted, result.next_token, out, path))
 
             stats.target_calls += 1
             stats.row_steps += len(rows.active)
@@ -103,8 +158,8 @@ def draft_verify_loop(
                 policy.update(
                     StepResult(draft.gamma, accepted.tolist(), lengths.tolist(), verify_time, draft_time)
                 )
-            settled = zip(accepted.tolist(), result.next_token.tolist(), strict=True)
-            new = [[*draft.tokens[row, :n].tolist(), t] for row, (n, t) in enumerate(settled)]
+            settled = zip(accepted_nodes(draft, result), result.next_token.tolist(), strict=True)
+            new = [[*draft.tokens[row, nodes].tolist(), t] for row, (nodes, t) in enumerate(settled)]
             done = rows.emit(new, accepted.tolist())
         if done:
             rows.drop(done, target, drafter)

@@ -31,15 +31,32 @@ from specdec.errors import InvalidArgumentError
 from specdec.sampling import (
     Draws,
     SamplingConfig,
+    TreeVerification,
     Verification,
     greedy_tokens,
     logits_to_probs,
     match_verify,
     rejection_sample,
+    tree_match_verify,
+    tree_rejection_sample,
 )
+from specdec.sampling.tree import TreeChoose
 from specdec.sampling.verification import Choose
 
 VERIFY_RULES = ("coupled", "rejection")
+
+
+def tree_choices(logits: torch.Tensor, sampling: SamplingConfig, draws: Draws) -> TreeChoose:
+    """The target's own choice at block positions, its randomness keyed by depth (the output offset)."""
+    if sampling.greedy:
+        argmax = greedy_tokens(logits).cpu()
+        return lambda pos, depth, rows: argmax[rows, pos]
+
+    def choose(pos: torch.Tensor, depth: int, rows: torch.Tensor) -> torch.Tensor:
+        at = logits[rows.to(logits.device), pos.to(logits.device)]
+        return target_choice(at, sampling, draws, depth, rows)
+
+    return choose
 
 
 def target_choices(logits: torch.Tensor, sampling: SamplingConfig, draws: Draws) -> Choose:
@@ -52,18 +69,23 @@ def target_choices(logits: torch.Tensor, sampling: SamplingConfig, draws: Draws)
 
 def coupled_verify(
     draft: Draft, logits: torch.Tensor, sampling: SamplingConfig, draws: Draws
-) -> Verification:
+) -> Verification | TreeVerification:
     """Keep draft tokens while they equal the target's own choice; emit its choice at the first miss."""
+    if draft.parents is not None:
+        return tree_match_verify(draft.tokens, draft.parents, tree_choices(logits, sampling, draws))
     return match_verify(draft.tokens, target_choices(logits, sampling, draws), draft.row_lengths())
 
 
 def rejection_verify(
     draft: Draft, logits: torch.Tensor, sampling: SamplingConfig, draws: Draws
-) -> Verification:
+) -> Verification | TreeVerification:
     """Modified rejection sampling against q = the target's sampling distribution at each position."""
     if sampling.greedy or draft.gamma == 0:  # one-hot q (or nothing to test): matching is the same rule
         return coupled_verify(draft, logits, sampling, draws)
     q = logits_to_probs(logits, sampling).cpu()
+    if draft.parents is not None:
+        probs = None if draft.probs is None else draft.probs.cpu()
+        return tree_rejection_sample(draft.tokens, draft.parents, probs, q, draws)
     p = draft.probs
     if p is None:  # a deterministic proposal is a one-hot p
         p = F.one_hot(draft.tokens, q.shape[-1]).to(q.dtype)
@@ -91,7 +113,7 @@ class SpeculativeSampling(DecodingMethod):
     def decode(self, target: Engine, drafter: Drafter | None, request: Request) -> DecodeResult:
         check = coupled_verify if self.verify == "coupled" else rejection_verify
 
-        def rule(draft: Draft, logits: torch.Tensor, draws: Draws) -> Verification:
+        def rule(draft: Draft, logits: torch.Tensor, draws: Draws) -> Verification | TreeVerification:
             return check(draft, logits, request.sampling, draws)
 
         return draft_verify_loop(target, drafter, request, rule, policy=make_gamma_policy(self.gamma))

@@ -20,10 +20,27 @@ from specdec.sampling import Draws, SamplingConfig
 
 
 @dataclass
+class BlockExtra:
+    """Positions a drafter adds to the verify block for itself, never kept in the target's cache: tokens
+    given by their input embeddings (BiTA's mask tokens), whose outputs reach the drafter in the
+    feedback. They sit after the draft in the block; ``sees`` says which block positions each one
+    attends to (itself included), so their position ids follow from it as for tree nodes."""
+
+    embeds: torch.Tensor  # [B, E, d]
+    sees: torch.Tensor  # [E, 1 + N + E] bool over [pending token, draft nodes, extra positions]
+    sees_reserved: bool = True  # whether they see the target engine's reserved slots
+
+
+@dataclass
 class Draft:
+    """Draft tokens for each row: a chain (γ tokens after the pending one), or a tree (``parents``)."""
+
     tokens: torch.Tensor  # [B, γ] long; positions past a row's length are padding
     probs: torch.Tensor | None = None  # [B, γ, V] p, the distributions tokens were drawn from; None = one-hot
     lengths: torch.Tensor | None = None  # [B] tokens really proposed per row; None = all γ
+    # A tree: node i's parent node, −1 for the pending token; every row proposes all nodes. None: a chain.
+    parents: tuple[int, ...] | None = None
+    extra: BlockExtra | None = None
 
     @property
     def gamma(self) -> int:
@@ -44,7 +61,7 @@ class Draft:
 class Feedback:
     """What one target pass settled, for the drafter to catch up with.
 
-    Each row kept its first ``num_accepted`` draft tokens, then the target emitted ``next_token``
+    Each row kept its first ``num_accepted`` draft tokens (of a tree: the nodes ``path``), then the target emitted ``next_token``
     (resampled, bonus, or BiLD's correction), which the target has not fed yet: the next step feeds
     it. ``target`` is that pass over the block [pending token, draft tokens]: logits ``[B, γ+1, V]``
     and the hidden states of :attr:`Drafter.target_hidden_layers`; positions past a row's draft
@@ -54,6 +71,7 @@ class Feedback:
     num_accepted: torch.Tensor  # [B] long
     next_token: torch.Tensor  # [B] long
     target: ExtendOutput
+    path: torch.Tensor | None = None  # tree drafts: [B, depth] the kept nodes in order (see TreeVerification)
 
 
 class Drafter(ABC):
@@ -66,6 +84,9 @@ class Drafter(ABC):
     #: layers of the target whose hidden states (0 = embeddings) the drafter wants from every target
     #: pass, the prefill included; they cost nothing extra, the pass computes them anyway
     target_hidden_layers: tuple[int, ...] = ()
+    #: slots the target engine reserves at the front of its cache for states only this drafter's
+    #: extra positions see (BiTA's prompt keys/values), written by the drafter in :meth:`begin`
+    reserved_slots: int = 0
 
     @property
     def context_size(self) -> int | None:

@@ -61,11 +61,12 @@ class Draft:
 class Feedback:
     """What one target pass settled, for the drafter to catch up with.
 
-    Each row kept its first ``num_accepted`` draft tokens (of a tree: the nodes ``path``), then the target emitted ``next_token``
-    (resampled, bonus, or BiLD's correction), which the target has not fed yet: the next step feeds
-    it. ``target`` is that pass over the block [pending token, draft tokens]: logits ``[B, γ+1, V]``
-    and the hidden states of :attr:`Drafter.target_hidden_layers`; positions past a row's draft
-    length are padding, positions past ``num_accepted`` + 1 were rejected.
+    Each row kept its first ``num_accepted`` draft tokens (of a tree: the nodes ``path``), then the
+    target emitted ``next_token`` (resampled, bonus, or BiLD's correction), which the target has not
+    fed yet: the next step feeds it. ``target`` is that pass over the block [pending token, draft
+    tokens, the drafter's extra positions]: logits ``[B, width, V]`` and the hidden states of
+    :attr:`Drafter.target_hidden_layers`; positions past a row's draft length are padding, positions
+    past ``num_accepted`` + 1 were rejected.
     """
 
     num_accepted: torch.Tensor  # [B] long

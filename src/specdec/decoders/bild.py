@@ -59,6 +59,12 @@ class BiLD(DecodingMethod):
             raise InvalidArgumentError(f"max_small_tokens must be an integer >= 1, got {cap!r}")
 
     def decode(self, target: Engine, drafter: Drafter | None, request: Request) -> DecodeResult:
+        if drafter is not None and drafter.proposes_trees:
+            raise InvalidArgumentError(
+                f"BiLD verifies a chain of small-model tokens; drafter {getattr(drafter, 'name', drafter)!r} "
+                "proposes trees (use method 'sps')"
+            )
+
         def rule(draft: Draft, logits: torch.Tensor, draws: Draws) -> Verification:
             return bild_verify(draft, logits, self.rollback_threshold, request.sampling, draws)
 

@@ -88,6 +88,8 @@ class Drafter(ABC):
     #: slots the target engine reserves at the front of its cache for states only this drafter's
     #: extra positions see (BiTA's prompt keys/values), written by the drafter in :meth:`begin`
     reserved_slots: int = 0
+    #: whether its drafts are trees (``Draft.parents``), which only tree-aware rules (SpS) verify
+    proposes_trees: bool = False
 
     @property
     def context_size(self) -> int | None:

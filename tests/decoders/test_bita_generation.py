@@ -91,14 +91,15 @@ class OracleBiTA(BiTADrafter):
             self.mask_logits = logits
 
 
+@pytest.mark.parametrize("gamma", [6, "adaptive"])  # a tree drafter sizes its own block either way
 @pytest.mark.parametrize("shape", SHAPES)
-def test_paths_are_kept_deep_when_the_masks_guess_right(target, tok, plain, shape):
+def test_paths_are_kept_deep_when_the_masks_guess_right(target, tok, plain, shape, gamma):
     """With masks that guess right, whole paths are accepted (more than 2 tokens per target call, over
     the plain first step and the short steps at the token budget) and the output is still exactly
     plain decoding's."""
     truth = plain["greedy"].token_ids[0]
     pipe = Pipeline(target, tok, drafter=OracleBiTA(adapter_for(target, "deep"), shape, truth))
-    out = pipe.generate(PROMPTS[:1], method=SpeculativeSampling(6), max_new_tokens=24)
+    out = pipe.generate(PROMPTS[:1], method=SpeculativeSampling(gamma), max_new_tokens=24)
     assert out.token_ids[0] == truth
     assert out.stats.accepted_tokens >= out.stats.target_calls  # over 2 tokens per target call
 

@@ -99,6 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_router_arguments(
         train.add_parser("router", help="train a Tandem secondary's adaptive block length router")
     )
+    from specdec.cli.train_bita import add_bita_arguments
+
+    add_bita_arguments(
+        train.add_parser("bita", help="tune BiTA prompt and mask tokens on the target's own answers")
+    )
     sweep = sub.add_parser("sweep", help="quality/latency sweeps").add_subparsers(dest="what", required=True)
     from specdec.benchmarks.bild_sweep import add_arguments as add_sweep_arguments
 
@@ -155,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
                 from specdec.cli.train import run_train_router
 
                 run_train_router(args)
+            elif args.what == "bita":
+                from specdec.cli.train_bita import run_train_bita
+
+                run_train_bita(args)
             else:
                 run_export(args) if args.what == "export" else run_train(args)
         else:

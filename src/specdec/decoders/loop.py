@@ -29,9 +29,11 @@ VerifyRule = Callable[[Draft, torch.Tensor, Draws], Verification | TreeVerificat
 
 
 def draft_length(policy: GammaPolicy, rows: Rows, target: Engine, drafter: Drafter) -> int:
-    """γ for this step: the policy's choice, cut to what the longest-running row can still use and to
-    the context windows of target and drafter for the row nearest its end (0: a plain step)."""
-    gamma = min(policy.next_gamma(), max(rows.remaining()) - 1)
+    """γ for this step: the policy's choice (a tree drafter's own block size), cut to what the
+    longest-running row can still use and to the context windows of target and drafter for the row
+    nearest its end (0: a plain step)."""
+    wanted = drafter.block_positions if drafter.proposes_trees else policy.next_gamma()
+    gamma = min(wanted, max(rows.remaining()) - 1)
     room = target.room()
     if room is not None:  # the pending token and γ draft tokens need γ + 1 positions
         gamma = min(gamma, int(room.min()) - 1)
@@ -153,7 +155,7 @@ def draft_verify_loop(
             stats.short_drafts += int((lengths < gamma).sum())
             stats.rejections += int((accepted < lengths).sum())
             stats.accepted_histogram.update(accepted.tolist())
-            if gamma:  # a forced plain step says nothing about drafting
+            if gamma and not drafter.proposes_trees:  # a forced plain step says nothing about drafting
                 draft_time, verify_time = stats.draft_time - spent[0], stats.target_time - spent[1]
                 policy.update(
                     StepResult(draft.gamma, accepted.tolist(), lengths.tolist(), verify_time, draft_time)

@@ -1,6 +1,7 @@
 """Drafters: independent small models, reduced-precision and truncated self-drafts, n-gram lookup."""
 
-from specdec.drafters.base import Draft, Drafter, Feedback
+from specdec.drafters.base import BlockExtra, Draft, Drafter, Feedback
+from specdec.drafters.bita import BiTADrafter, TreeShape
 from specdec.drafters.derived import ReducedPrecisionDrafter, TruncatedDrafter
 from specdec.drafters.early_exit import EarlyExitDrafter
 from specdec.drafters.factory import DRAFTER_SPECS, make_drafter
@@ -10,6 +11,8 @@ from specdec.drafters.tandem import TandemDrafter
 
 __all__ = [
     "DRAFTER_SPECS",
+    "BiTADrafter",
+    "BlockExtra",
     "Draft",
     "Drafter",
     "EarlyExitDrafter",
@@ -18,6 +21,7 @@ __all__ = [
     "PromptLookupDrafter",
     "ReducedPrecisionDrafter",
     "TandemDrafter",
+    "TreeShape",
     "TruncatedDrafter",
     "lookup_continuation",
     "make_drafter",

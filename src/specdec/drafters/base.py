@@ -88,8 +88,11 @@ class Drafter(ABC):
     #: slots the target engine reserves at the front of its cache for states only this drafter's
     #: extra positions see (BiTA's prompt keys/values), written by the drafter in :meth:`begin`
     reserved_slots: int = 0
-    #: whether its drafts are trees (``Draft.parents``), which only tree-aware rules (SpS) verify
+    #: whether its drafts are trees (``Draft.parents``), which only tree-aware rules (SpS) verify; such
+    #: a drafter shapes its own block, so the γ policy gives way to :attr:`block_positions`
     proposes_trees: bool = False
+    #: tree drafters: the positions after the pending token a full block of theirs needs
+    block_positions: int = 0
 
     @property
     def context_size(self) -> int | None:

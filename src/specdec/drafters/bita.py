@@ -87,6 +87,7 @@ class BiTADrafter(Drafter):
                 f"the adapter has {adapter.num_masks}"
             )
         self.reserved_slots = adapter.num_prompts if adapter.kind != "none" else 0
+        self.block_positions = len(self.shape.widths) + adapter.num_masks
         self.engine: Engine | None = None
 
     def validate(self, target: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.drafters.base import Drafter
+from specdec.drafters.bita import BiTADrafter
 from specdec.drafters.derived import ReducedPrecisionDrafter, TruncatedDrafter
 from specdec.drafters.early_exit import EarlyExitDrafter
 from specdec.drafters.model import ModelDrafter
@@ -14,6 +15,7 @@ from specdec.drafters.prompt_lookup import PromptLookupDrafter
 from specdec.drafters.tandem import TandemDrafter
 from specdec.errors import InvalidArgumentError
 from specdec.models import PRECISIONS, default_cache_dir, load_model
+from specdec.models.bita import BiTAAdapter
 from specdec.models.packaged import packaged_tandem_folder, packaged_tandems
 from specdec.models.router import BlockRouter
 from specdec.models.tandem import TandemModel
@@ -24,6 +26,8 @@ DRAFTER_SPECS = (
     "early-exit-N (the target's first N layers on the target's cache, for early-exit-trained models), "
     "tandem:PATH (a Tandem secondary trained by `specdec train tandem`, reading the target's states; "
     "tandem+router:PATH adds the adaptive block length router in PATH/router), "
+    "bita:PATH or bita[SHAPE]:PATH (a BiTA adapter from `specdec train bita`: the target drafts for "
+    "itself; SHAPE efficient (default), straight, full-K or widths like 5,4,3), "
     "or a model name / directory / .gguf file (an independent small model with the same tokenizer)"
 )
 
@@ -55,6 +59,10 @@ def make_drafter(
         folder = tandem_folder(path, load_kwargs.get("cache_dir"))
         router = BlockRouter.from_pretrained(folder / "router") if kind == "tandem+router" else None
         return TandemDrafter(TandemModel.from_pretrained(folder), tokenizer, name=spec, router=router)
+    if spec.startswith("bita:") or spec.startswith("bita["):
+        head, _, path = spec.partition(":")
+        shape = head.removeprefix("bita").strip("[]") or "efficient"
+        return BiTADrafter(BiTAAdapter.from_pretrained(path), shape, name=spec)
     loaded = load_model(spec, **load_kwargs)
     return ModelDrafter(loaded.model, loaded.tokenizer, name=spec)
 

@@ -1,0 +1,80 @@
+"""`specdec train bita`: tune a BiTA adapter on the target's own answers (the shared answers cache)."""
+
+from __future__ import annotations
+
+import argparse
+import random
+from pathlib import Path
+
+from specdec.errors import DataNotFoundError
+
+
+def add_bita_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", default="smollm2-135m", help="the frozen model the adapter drafts for")
+    parser.add_argument(
+        "--answers", action="append", required=True, help="answers file(s) from `specdec data answers`"
+    )
+    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument(
+        "--kind", choices=("deep", "shallow", "none"), default="deep", help="prompt design (Table 3 ablation)"
+    )
+    parser.add_argument("--prompts", type=int, default=16, help="P prompt tokens (0 with --kind none)")
+    parser.add_argument("--masks", type=int, default=3, help="M mask tokens")
+    opt = parser.add_argument_group("optimisation (defaults: the official preset, lr 3e-2 cosine)")
+    opt.add_argument("--steps", type=int, default=1000)
+    opt.add_argument("--batch-size", type=int, default=8, help="sequences per step")
+    opt.add_argument("--groups", type=int, default=32, help="mask groups packed per sequence")
+    opt.add_argument("--lr", type=float, default=3e-2)
+    opt.add_argument("--warmup", type=int, default=20)
+    opt.add_argument("--max-len", type=int, default=256)
+    opt.add_argument("--eval-every", type=int, default=100)
+    opt.add_argument("--eval-sequences", type=int, default=64)
+    opt.add_argument("--heldout-fraction", type=float, default=0.05)
+    opt.add_argument("--save-every", type=int, default=100)
+    opt.add_argument("--seed", type=int, default=0)
+    opt.add_argument("--shuffle-seed", type=int, default=0, help="answers from all files are mixed by it")
+    opt.add_argument("--resume", action="store_true")
+    opt.add_argument("--bf16", choices=("auto", "on", "off"), default="auto")
+    parser.add_argument("--cache-dir", default=None)
+
+
+def run_train_bita(args: argparse.Namespace) -> Path:
+    from specdec.benchmarks.report import machine_info
+    from specdec.cli.train import bf16_pays
+    from specdec.models import load_model
+    from specdec.models.bita import BiTAAdapter, model_signature
+    from specdec.training.answers import read_answers
+    from specdec.training.bita import BiTATrainConfig, train_bita
+
+    for path in args.answers:
+        if not Path(path).is_file():
+            raise DataNotFoundError(f"answers file {path} not found (make one with `specdec data answers`)")
+    config = BiTATrainConfig(
+        output_dir=str(args.output),
+        steps=args.steps,
+        batch_size=args.batch_size,
+        groups=args.groups,
+        lr=args.lr,
+        warmup_steps=args.warmup,
+        max_len=args.max_len,
+        heldout_fraction=args.heldout_fraction,
+        eval_every=args.eval_every,
+        eval_sequences=args.eval_sequences,
+        save_every=args.save_every,
+        seed=args.seed,
+        resume=args.resume,
+        bf16=args.bf16 == "on" or (args.bf16 == "auto" and bf16_pays()),
+        extra={"target": args.target, "answers": list(args.answers), "machine": machine_info()},
+    )
+    answers = [a for path in args.answers for a in read_answers(Path(path))]
+    order = random.Random(args.shuffle_seed).sample(range(len(answers)), len(answers))
+    answers = [answers[i] for i in order]
+    target = load_model(args.target, cache_dir=args.cache_dir)
+    prompts = 0 if args.kind == "none" else args.prompts
+    adapter = BiTAAdapter(
+        model_signature(target.model), prompts, args.masks, args.kind, model_name=args.target
+    )
+    config.extra["adapter"] = {"kind": args.kind, "num_prompts": prompts, "num_masks": args.masks}
+    best = train_bita(target.model, adapter, answers, config)
+    print(f"best checkpoint: {best}")
+    return best

@@ -1,0 +1,323 @@
+"""Train a BiTA adapter (§3.1, eq. 1): the SAR loss on the target's own answers, the model frozen.
+
+A training sample is a target-written sequence with G mask groups packed after it (the official code
+packs up to 64): group g after cut k_g (the last token it may see) holds M mask tokens at positions
+k_g + 1 .. k_g + M, labelled with the tokens at k_g + 2 .. k_g + M + 1 (the model's own output at k_g
+predicts k_g + 1). One forward pass computes every group: ordinary tokens attend causally to each
+other only (their states are the frozen model's), mask tokens attend to the sequence up to their cut,
+to the prompt tokens and to their own group's earlier masks.
+
+Selection is by what decoding gets: on held-out answers, the tokens a straightforward chain and the
+efficient tree (top 5/4/3, only top-1 nodes have children) would accept per step from each group;
+``best/`` is the checkpoint with the most for the efficient tree. Batches and dropout depend only
+on (seed, step), so ``resume`` continues exactly where a run stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator
+from tqdm.auto import tqdm
+from transformers import DynamicCache, PreTrainedModel
+
+from specdec.engine.engine import attention_masks
+from specdec.errors import InvalidArgumentError
+from specdec.models.bita import BiTAAdapter
+from specdec.training.answers import TargetAnswer
+from specdec.training.primary_cache import sequence_of
+from specdec.training.trainer import checkpoints_in, warmup_cosine
+
+STATE_FILE = "trainer_state.pt"
+EFFICIENT = (5, 4, 3, 2)  # candidates per depth of the efficient tree the selection scores
+IGNORE = -100
+
+
+@dataclass
+class BiTATrainConfig:
+    output_dir: str
+    steps: int = 1000
+    batch_size: int = 8  # sequences per step
+    groups: int = 32  # mask groups packed per sequence (official: up to 64)
+    lr: float = 3e-2  # the official preset: 3e-2, cosine
+    warmup_steps: int = 20
+    grad_clip: float = 1.0
+    max_len: int = 256
+    heldout_fraction: float = 0.05
+    eval_every: int = 100
+    eval_sequences: int = 64
+    save_every: int = 100
+    seed: int = 0
+    resume: bool = False
+    bf16: bool = False
+    extra: dict = field(default_factory=dict)  # provenance: target, answers, machine, ...
+
+    def __post_init__(self) -> None:
+        for name in (
+            "steps",
+            "batch_size",
+            "groups",
+            "max_len",
+            "eval_sequences",
+            "eval_every",
+            "save_every",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
+        if not 0 < self.heldout_fraction < 1:
+            raise InvalidArgumentError(f"heldout_fraction must be in (0, 1), got {self.heldout_fraction}")
+
+
+def sar_batch(
+    answers: Sequence[TargetAnswer], groups: int, masks: int, max_len: int, generator: torch.Generator
+) -> dict:
+    """Right-padded sequences with ``groups`` random cuts each inside the answer, and their labels.
+
+    ``cuts`` [B, G] is the last position a group sees (−1: unused); ``labels`` [B, G, M] the tokens
+    at cut + 2 .. cut + M + 1 (``IGNORE`` past the end)."""
+    seqs = [sequence_of(a, max_len) for a in answers]
+    width = max(len(tokens) for tokens, _ in seqs)
+    batch = len(seqs)
+    tokens = torch.zeros(batch, width, dtype=torch.long)
+    valid = torch.zeros(batch, width, dtype=torch.bool)
+    cuts = torch.full((batch, groups), -1, dtype=torch.long)
+    labels = torch.full((batch, groups, masks), IGNORE, dtype=torch.long)
+    for row, (ids, next_is_answer) in enumerate(seqs):
+        n = len(ids)
+        tokens[row, :n], valid[row, :n] = torch.tensor(ids), True
+        # a cut k predicts k + 2 ..: the first answer-predicting position k has next_is_answer[k]
+        candidates = [k for k in range(n - 2) if next_is_answer[k]]
+        if not candidates:
+            continue
+        picks = torch.randint(0, len(candidates), (groups,), generator=generator).tolist()
+        for g, pick in enumerate(picks):
+            k = candidates[pick]
+            cuts[row, g] = k
+            for i in range(masks):
+                if k + 2 + i < n:
+                    labels[row, g, i] = ids[k + 2 + i]
+    return {"tokens": tokens, "valid": valid, "cuts": cuts, "labels": labels}
+
+
+def sar_logits(model: PreTrainedModel, adapter: BiTAAdapter, batch: dict) -> torch.Tensor:
+    """``[B, G, M, V]`` logits of every mask token, in one pass over sequence + packed mask groups."""
+    tokens, valid, cuts = batch["tokens"], batch["valid"], batch["cuts"]
+    size, n = tokens.shape
+    groups, masks = cuts.shape[1], adapter.num_masks
+    extra = groups * masks
+    device = tokens.device
+    dtype = next(model.parameters()).dtype
+    embeds = model.get_input_embeddings()(tokens)
+    mask_embeds = adapter.mask_embeddings(groups, embeds.dtype)[None].expand(size, -1, -1)
+    inputs = torch.cat([embeds, mask_embeds], dim=1)
+    offsets = torch.arange(1, masks + 1, device=device).repeat(groups)  # [G·M]: i = 1..M
+    group_of = torch.arange(groups, device=device).repeat_interleave(masks)
+    mask_cut = cuts[:, group_of]  # [B, G·M]
+    positions = torch.cat(
+        [torch.arange(n, device=device).expand(size, n), mask_cut.clamp(min=0) + offsets], 1
+    )
+
+    k = torch.arange(n, device=device)
+    ordinary = (k[None, :] <= k[:, None])[None] & valid[:, None, :]  # [B, n, n]
+    top = torch.cat([ordinary, torch.zeros(size, n, extra, dtype=torch.bool, device=device)], dim=2)
+    sees_seq = (k[None, None, :] <= mask_cut[:, :, None]) & valid[:, None, :]  # [B, G·M, n]
+    same_group = group_of[:, None] == group_of[None, :]
+    earlier = offsets[None, :] <= offsets[:, None]
+    sees_masks = (same_group & earlier)[None].expand(size, -1, -1)
+    bottom = torch.cat([sees_seq, sees_masks], dim=2)
+    bottom |= torch.eye(n + extra, dtype=torch.bool, device=device)[n:]  # unused groups see themselves
+    mask = torch.cat([top, bottom], dim=1)  # [B, n + G·M, n + G·M]
+    top |= torch.eye(n, n + extra, dtype=torch.bool, device=device)  # padding attends to itself
+    mask[:, :n] = top
+
+    prefix = adapter.prefix(model)
+    past, key_pos = None, positions
+    if prefix:
+        past = DynamicCache()
+        for layer, (keys, values) in enumerate(prefix):
+            past.update(
+                keys.to(dtype).expand(size, -1, -1, -1), values.to(dtype).expand(size, -1, -1, -1), layer
+            )
+        p = prefix[0][0].shape[2]
+        sees_prefix = torch.zeros(size, n + extra, p, dtype=torch.bool, device=device)
+        sees_prefix[:, n:] = True
+        mask = torch.cat([sees_prefix, mask], dim=2)
+        key_pos = torch.cat([torch.full((size, p), 2**40, device=device), positions], dim=1)
+    hidden = model.base_model(
+        inputs_embeds=inputs,
+        position_ids=positions,
+        attention_mask=attention_masks(model.config, dtype, mask[:, None], positions, key_pos),
+        past_key_values=past,
+        use_cache=past is not None,
+    ).last_hidden_state[:, n:]
+    return model.get_output_embeddings()(hidden).view(size, groups, masks, -1)
+
+
+def sar_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Eq. 1: cross-entropy of every mask token against the target's own future token."""
+    used = labels != IGNORE
+    if not bool(used.any()):
+        return logits.sum() * 0.0
+    return torch.nn.functional.cross_entropy(logits[used].float(), labels[used])
+
+
+def accepted_per_step(logits: torch.Tensor, labels: torch.Tensor, widths: Sequence[int]) -> torch.Tensor:
+    """Tokens a tree (only top-1 nodes have children; ``widths`` per depth) accepts from each group:
+    depth d is reached while every earlier label was its mask's top-1, and counts if label d is in the
+    top ``widths[d]``. ``[B, G]`` float; groups with no label are NaN."""
+    masks = min(logits.shape[2], len(widths))
+    widest = max(widths[:masks])
+    top = logits[:, :, :masks].topk(widest, dim=-1).indices  # [B, G, M, widest]
+    hit = torch.zeros(labels.shape[:2], dtype=torch.float)
+    alive = torch.ones(labels.shape[:2], dtype=torch.bool)
+    for d in range(masks):
+        label = labels[:, :, d]
+        inside = (top[:, :, d, : widths[d]] == label[..., None]).any(-1) & (label != IGNORE)
+        hit += (alive & inside).float()
+        alive &= top[:, :, d, 0] == label
+    hit[labels[:, :, 0] == IGNORE] = float("nan")
+    return hit
+
+
+@torch.no_grad()
+def evaluate(
+    model: PreTrainedModel, adapter: BiTAAdapter, answers: Sequence[TargetAnswer], config: BiTATrainConfig
+) -> dict:
+    """Held-out SAR loss, top-1 accuracy per mask, and tokens accepted per step (straight / efficient)."""
+    was_training = adapter.training
+    adapter.eval()
+    generator = torch.Generator().manual_seed(config.seed + 7)
+    device = next(model.parameters()).device
+    losses, correct, counted, straight, efficient = [], None, None, [], []
+    for start in range(0, len(answers), config.batch_size):
+        batch = sar_batch(
+            answers[start : start + config.batch_size],
+            config.groups,
+            adapter.num_masks,
+            config.max_len,
+            generator,
+        )
+        batch = {k: v.to(device) for k, v in batch.items()}
+        logits = sar_logits(model, adapter, batch).float().cpu()
+        labels = batch["labels"].cpu()
+        losses.append(sar_loss(logits, labels).item())
+        used = labels != IGNORE
+        right = ((logits.argmax(-1) == labels) & used).sum((0, 1))
+        correct = right if correct is None else correct + right
+        counted = used.sum((0, 1)) if counted is None else counted + used.sum((0, 1))
+        straight.append(accepted_per_step(logits, labels, (1,) * adapter.num_masks))
+        efficient.append(accepted_per_step(logits, labels, EFFICIENT))
+    adapter.train(was_training)
+    return {
+        "heldout_loss": sum(losses) / len(losses),
+        "heldout_mask_accuracy": (correct / counted.clamp(min=1)).tolist(),
+        "accepted_straight": float(torch.cat([s.flatten() for s in straight]).nanmean()),
+        "accepted_efficient": float(torch.cat([e.flatten() for e in efficient]).nanmean()),
+    }
+
+
+def split(answers: Sequence[TargetAnswer], fraction: float) -> tuple[list, list]:
+    """Training answers and the held-out tail (the answers file order is already mixed by seed)."""
+    cut = len(answers) - max(1, round(len(answers) * fraction))
+    if cut < 1:
+        raise InvalidArgumentError(f"{len(answers)} answers are too few to hold {fraction:.0%} out")
+    return list(answers[:cut]), list(answers[cut:])
+
+
+def train_bita(
+    model: PreTrainedModel,
+    adapter: BiTAAdapter,
+    answers: Sequence[TargetAnswer],
+    config: BiTATrainConfig,
+) -> Path:
+    """Tune ``adapter`` on ``answers`` with ``model`` frozen; returns the best checkpoint's folder."""
+    output = Path(config.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    train, heldout = split(answers, config.heldout_fraction)
+    heldout = heldout[: config.eval_sequences]
+    model.requires_grad_(False)
+    model.eval()
+    checkpoints = checkpoints_in(output) if config.resume else []
+    if checkpoints:
+        adapter = BiTAAdapter.from_pretrained(checkpoints[-1])
+    adapter.train()
+    optimizer = torch.optim.AdamW(adapter.parameters(), lr=config.lr, weight_decay=0.0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(config.warmup_steps, config.steps))
+    start_step, best, tokens_seen = 0, None, 0
+    if checkpoints:
+        state = torch.load(checkpoints[-1] / STATE_FILE, weights_only=False)
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        start_step, best, tokens_seen = state["step"], state["best"], state["tokens_seen"]
+    model, adapter, optimizer, scheduler = accelerator.prepare(model, adapter, optimizer, scheduler)
+    if accelerator.is_main_process and (not config.resume or not (output / "train_config.json").is_file()):
+        (output / "train_config.json").write_text(json.dumps(asdict(config), indent=1))
+
+    def save(folder: Path, step: int) -> None:
+        accelerator.wait_for_everyone()
+        if accelerator.is_main_process:
+            accelerator.unwrap_model(adapter).save_pretrained(folder)
+            state = {
+                "step": step,
+                "best": best,
+                "tokens_seen": tokens_seen,
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+            }
+            torch.save(state, folder / STATE_FILE)
+
+    autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
+    started = time.perf_counter()
+    bar = tqdm(range(start_step, config.steps), initial=start_step, total=config.steps, desc="train bita")
+    for step in bar:
+        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
+        torch.manual_seed(config.seed * 1_000_003 + step)  # prefix dropout
+        picks = torch.randint(0, len(train), (config.batch_size,), generator=generator).tolist()
+        unwrapped = accelerator.unwrap_model(adapter)
+        batch = sar_batch(
+            [train[i] for i in picks], config.groups, unwrapped.num_masks, config.max_len, generator
+        )
+        batch = {k: v.to(accelerator.device) for k, v in batch.items()}
+        with autocast:
+            logits = sar_logits(model, unwrapped, batch)
+        loss = sar_loss(logits, batch["labels"])
+        accelerator.backward(loss)
+        if config.grad_clip:
+            accelerator.clip_grad_norm_(adapter.parameters(), config.grad_clip)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        tokens_seen += int((batch["labels"] != IGNORE).sum())
+        record = {
+            "step": step + 1,
+            "loss": loss.item(),
+            "lr": scheduler.get_last_lr()[0],
+            "sar_tokens_seen": tokens_seen,
+            "elapsed_s": round(time.perf_counter() - started, 1),
+        }
+        last = step + 1 == config.steps
+        if (step + 1) % config.eval_every == 0 or last:
+            with autocast:
+                record.update(evaluate(model, unwrapped, heldout, config))
+            if best is None or record["accepted_efficient"] > best["accepted_efficient"]:
+                best = {
+                    "step": step + 1,
+                    **{k: v for k, v in record.items() if k.startswith(("heldout", "accepted"))},
+                }
+                save(output / "best", step + 1)
+            record["best_step"] = best["step"]
+            bar.set_postfix(acc=f"{record['accepted_efficient']:.2f}", loss=f"{record['heldout_loss']:.2f}")
+        if accelerator.is_main_process:
+            with (output / "log.jsonl").open("a") as f:
+                f.write(json.dumps(record) + "\n")
+        if (step + 1) % config.save_every == 0 or last:
+            save(output / f"checkpoint-{step + 1}", step + 1)
+    return output / "best"

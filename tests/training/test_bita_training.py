@@ -1,0 +1,189 @@
+"""The BiTA adapter and its trainer on tiny models: the training pass computes exactly what decoding
+computes for a mask group, the SAR loss learns, resume is exact, files round-trip and refuse the wrong
+model, and the acceptance the selection scores is the tree walk's."""
+
+import pytest
+import torch
+
+from specdec.engine import Engine
+from specdec.errors import InvalidArgumentError, ModelNotFoundError, VocabularyMismatchError
+from specdec.models.bita import BiTAAdapter, model_signature
+from specdec.pipeline import Pipeline
+from specdec.training import generate_answers
+from specdec.training.bita import (
+    IGNORE,
+    BiTATrainConfig,
+    accepted_per_step,
+    sar_batch,
+    sar_logits,
+    train_bita,
+)
+from tiny import make_gpt2, make_llama, make_tokenizer
+
+VOCAB = 320
+MODELS = {
+    "llama": lambda: make_llama(VOCAB, seed=0, layers=2),
+    "gpt2": lambda: make_gpt2(VOCAB, seed=0, layers=2),
+}
+
+
+@pytest.fixture(scope="module", params=list(MODELS))
+def model(request):
+    return MODELS[request.param]()
+
+
+@pytest.mark.parametrize("kind", ["deep", "shallow", "none"])
+def test_the_training_pass_computes_what_decoding_computes(model, kind):
+    """Mask logits of two packed groups (cuts 5 and 2) in one training pass equal those of the same
+    groups run by the engine after the sequence, with the prompt states in reserved slots."""
+    torch.manual_seed(1)
+    adapter = BiTAAdapter(model_signature(model), 0 if kind == "none" else 4, 3, kind).eval()
+    tokens = torch.randint(3, VOCAB, (1, 10), generator=torch.Generator().manual_seed(2))
+    batch = {"tokens": tokens, "valid": torch.ones(1, 10, dtype=torch.bool), "cuts": torch.tensor([[5, 2]])}
+    with torch.no_grad():
+        trained = sar_logits(model, adapter, batch)[0]
+    for g, cut in enumerate((5, 2)):
+        engine = Engine(model, pack_weights=False)
+        engine.reset(1, 32, reserved=adapter.num_prompts)
+        with torch.no_grad():
+            if adapter.num_prompts:
+                engine.write_reserved(adapter.prefix(model))
+            engine.extend(tokens[:, : cut + 1])
+            masks = adapter.mask_embeddings(1, model.dtype)[None]
+            out = engine.extend(
+                torch.zeros(1, 3, dtype=torch.long),
+                embeds=masks,
+                sees_reserved=torch.ones(1, 3, dtype=torch.bool),
+            )
+        torch.testing.assert_close(trained[g], out.logits[0], rtol=1e-4, atol=1e-4)
+
+
+def test_sar_batches_cut_inside_answers_and_label_the_tokens_after_the_next():
+    from specdec.training.answers import TargetAnswer
+
+    answer = TargetAnswer(prompt_ids=[1, 2, 3], answer_ids=[10, 11, 12, 13, 14])
+    batch = sar_batch([answer], groups=50, masks=3, max_len=64, generator=torch.Generator().manual_seed(0))
+    ids = [1, 2, 3, 10, 11, 12, 13, 14]
+    for cut, labels in zip(batch["cuts"][0].tolist(), batch["labels"][0].tolist(), strict=True):
+        assert 2 <= cut <= 5  # the next token (cut + 1) is an answer token; cut + 2 exists
+        assert labels == [ids[cut + 2 + i] if cut + 2 + i < len(ids) else IGNORE for i in range(3)]
+
+
+def test_accepted_per_step_walks_the_efficient_tree():
+    logits = torch.zeros(1, 3, 3, 6)
+    for d, order in enumerate([[0, 1, 2], [3, 4, 5], [1, 2, 3]]):
+        for rank, token in enumerate(order):
+            logits[0, :, d, token] = 10 - rank
+    labels = torch.tensor([[[0, 3, 1], [1, 3, 1], [0, 5, 1]]])
+    assert accepted_per_step(logits, labels, (5, 4, 3)).tolist() == [[3.0, 1.0, 2.0]]
+    assert accepted_per_step(logits, labels, (1, 1, 1)).tolist() == [[3.0, 0.0, 1.0]]
+    labels[0, 1, 0] = IGNORE
+    assert accepted_per_step(logits, labels, (1, 1, 1))[0, 1].isnan()
+
+
+@pytest.fixture(scope="module")
+def answers(tmp_path_factory):
+    tok = make_tokenizer()
+    target = make_llama(len(tok), seed=0, layers=2)
+    prompts = [
+        f"{a} {b}" for a in ("the quick", "def add(a, b):", "Once upon") for b in ("fox", "dog", "cat")
+    ]
+    out = generate_answers(
+        Pipeline(target, tok),
+        prompts * 2,
+        source="tiny",
+        max_new_tokens=24,
+        cache_dir=tmp_path_factory.mktemp("a"),
+    )
+    return target, out
+
+
+def config(tmp_path, **overrides):
+    base = dict(
+        output_dir=str(tmp_path),
+        steps=12,
+        batch_size=4,
+        groups=8,
+        eval_every=6,
+        save_every=6,
+        eval_sequences=4,
+    )
+    return BiTATrainConfig(**{**base, **overrides})
+
+
+def test_training_learns_and_resumes_exactly(tmp_path, answers):
+    target, data = answers
+    torch.manual_seed(0)
+    adapter = BiTAAdapter(model_signature(target), 4, 3, "deep")
+    best = train_bita(target, adapter, data, config(tmp_path / "full"))
+    log = [
+        __import__("json").loads(line) for line in (tmp_path / "full" / "log.jsonl").read_text().splitlines()
+    ]
+    assert log[-1]["loss"] < log[0]["loss"] and (best / "bita.json").is_file()
+    assert log[-1]["sar_tokens_seen"] > 0 and "accepted_efficient" in log[5]
+
+    torch.manual_seed(0)
+    first = BiTAAdapter(model_signature(target), 4, 3, "deep")
+    train_bita(target, first, data, config(tmp_path / "cut", steps=6))
+    resumed = train_bita(
+        target,
+        BiTAAdapter(model_signature(target), 4, 3, "deep"),
+        data,
+        config(tmp_path / "cut", resume=True),
+    )
+    a = BiTAAdapter.from_pretrained(tmp_path / "full" / "checkpoint-12")
+    b = BiTAAdapter.from_pretrained(tmp_path / "cut" / "checkpoint-12")
+    assert torch.equal(a.prompts, b.prompts) and torch.equal(a.masks, b.masks)
+    assert resumed.is_dir()
+
+
+def test_adapter_files_round_trip_and_refuse_the_wrong_model(tmp_path, model):
+    torch.manual_seed(3)
+    adapter = BiTAAdapter(model_signature(model), 4, 3, "deep", model_name="tiny")
+    adapter.save_pretrained(tmp_path / "a")
+    loaded = BiTAAdapter.from_pretrained(tmp_path / "a")
+    assert torch.equal(loaded.prompts, adapter.prompts) and torch.equal(loaded.masks, adapter.masks)
+    loaded.check_model(model, "tiny")
+    with pytest.raises(VocabularyMismatchError, match="belongs to"):
+        loaded.check_model(make_llama(VOCAB, layers=3))
+    with pytest.raises(VocabularyMismatchError, match="'tiny'"):
+        loaded.check_model(model, "other")
+    with pytest.raises(ModelNotFoundError, match="not a BiTA adapter"):
+        BiTAAdapter.from_pretrained(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [((0, 3, "deep"), "P must"), ((4, 0, "deep"), "M"), ((4, 3, "none"), "P must"), ((4, 3, "wide"), "kind")],
+)
+def test_adapter_arguments_are_checked(model, args, match):
+    with pytest.raises(InvalidArgumentError, match=match):
+        BiTAAdapter(model_signature(model), *args)
+
+
+def test_the_cli_trains_an_adapter_and_decodes_with_it(tmp_path, tiny_model_dir, capsys):
+    import json
+
+    from specdec.cli.main import main
+
+    generator = torch.Generator().manual_seed(0)
+    rows = [
+        {
+            "prompt_ids": torch.randint(3, 300, (6,), generator=generator).tolist(),
+            "answer_ids": torch.randint(3, 300, (20,), generator=generator).tolist(),
+        }
+        for _ in range(12)
+    ]
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "bita"
+    train = f"train bita --target {tiny_model_dir} --answers {answers} --output {out} --prompts 4 --steps 2"
+    options = " --batch-size 2 --groups 4 --eval-every 2 --save-every 2 --eval-sequences 2 --bf16 off"
+    assert main((train + options).split()) == 0
+    assert json.loads((out / "train_config.json").read_text())["extra"]["machine"]["cpu"]
+    for spec in (f"bita:{out / 'best'}", f"bita[straight]:{out / 'best'}"):
+        generate = f"generate hi --no-chat --model {tiny_model_dir} --drafter {spec} --max-new-tokens 6"
+        assert main(generate.split()) == 0
+    assert "bita" in capsys.readouterr().out
+    assert main([*train.split(), "--answers", str(tmp_path / "missing.jsonl")]) == 2
+    assert main(f"generate hi --no-chat --model {tiny_model_dir} --drafter bita:{tmp_path}".split()) == 2

@@ -369,3 +369,22 @@ def test_reserved_slot_errors(model):
     engine.reset(1, 8, reserved=3)
     with pytest.raises(InvalidArgumentError, match="3 slots each"):
         engine.write_reserved(prefix_states(model, 2))
+
+
+def test_ordinary_tokens_in_a_pass_that_reads_reserved_slots_change_by_rounding_only(model):
+    """The half of the bit-for-bit rule that cannot hold: when some queries of a pass see the reserved
+    slots, every query's attention spans them (masked), which moves ordinary logits by fp32 rounding."""
+    x = tokens(9)
+    plain = Engine(model)
+    plain.reset(1, 16)
+    plain.extend(x[:, :5])
+    expected = plain.extend(x[:, 5:]).logits
+    engine = Engine(model)
+    engine.reset(1, 16, reserved=3)
+    engine.write_reserved(prefix_states(model, 3))
+    engine.extend(x[:, :5])
+    block = torch.cat([x[:, 5:], x[:, :1]], dim=1)  # 4 ordinary tokens, then one that asks
+    asks = torch.tensor([[False, False, False, False, True]])
+    tree = torch.ones(5, 5, dtype=torch.bool).tril()
+    got = engine.extend(block, tree_mask=tree, sees_reserved=asks).logits[:, :4]
+    assert (got - expected).abs().max() < 1e-5

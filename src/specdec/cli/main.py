@@ -114,6 +114,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_tandem_eval_arguments(
         sub.add_parser("eval-tandem", help="Tandem's Table 1, accepted tokens per block and budget curve")
     )
+    from specdec.benchmarks.bita_eval import add_arguments as add_bita_eval_arguments
+
+    add_bita_eval_arguments(
+        sub.add_parser(
+            "eval-bita", help="BiTA: accepted tokens per tree shape, measured cost, the shape to use"
+        )
+    )
     data = sub.add_parser("data", help="training data").add_subparsers(dest="what", required=True)
     from specdec.cli.data import add_answers_arguments, add_primary_arguments, add_text_arguments
 
@@ -143,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
             from specdec.benchmarks.tandem_eval import run_from_args as run_tandem_eval
 
             run_tandem_eval(args)
+        elif args.command == "eval-bita":
+            from specdec.benchmarks.bita_eval import run_from_args as run_bita_eval
+
+            run_bita_eval(args)
         elif args.command == "data":
             from specdec.cli.data import run_answers, run_primary, run_text
 

@@ -42,18 +42,18 @@ class TreeShape:
 
     @classmethod
     def parse(cls, spec: str, num_masks: int) -> TreeShape:
-        """``straight``, ``full-K`` or ``efficient`` (5/4/3…), or explicit widths ``5,4,3``, for M masks."""
+        """``straight``, ``full-K`` or ``efficient`` (5/4/3…), or explicit widths ``5,4,3`` / ``5/4/3``."""
         if spec == "straight":
             return cls((1,) * num_masks)
         if spec == "efficient":
             return cls(tuple(max(1, 5 - d) for d in range(num_masks)))
         if spec.startswith("full-") and spec.removeprefix("full-").isdigit():
             return cls((int(spec.removeprefix("full-")),) * num_masks, full=True)
-        parts = spec.split(",")
+        parts = spec.replace("/", ",").split(",")
         if all(p.isdigit() for p in parts):
             return cls(tuple(int(p) for p in parts))
         raise InvalidArgumentError(
-            f"tree shape must be straight, efficient, full-K or widths like 5,4,3; got {spec!r}"
+            f"tree shape must be straight, efficient, full-K or widths like 5,4,3 or 5/4/3; got {spec!r}"
         )
 
     def nodes(self, depth: int) -> tuple[tuple[int, ...], list[tuple[int, int]]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -27,7 +28,8 @@ DRAFTER_SPECS = (
     "tandem:PATH (a Tandem secondary trained by `specdec train tandem`, reading the target's states; "
     "tandem+router:PATH adds the adaptive block length router in PATH/router), "
     "bita:PATH or bita[SHAPE]:PATH (a BiTA adapter from `specdec train bita`: the target drafts for "
-    "itself; SHAPE efficient (default), straight, full-K or widths like 5,4,3), "
+    "itself; SHAPE efficient (default), straight, full-K, widths like 5/4/3, or auto: the shape "
+    "`specdec eval-bita` chose on this machine), "
     "or a model name / directory / .gguf file (an independent small model with the same tokenizer)"
 )
 
@@ -62,9 +64,22 @@ def make_drafter(
     if spec.startswith("bita:") or spec.startswith("bita["):
         head, _, path = spec.partition(":")
         shape = head.removeprefix("bita").strip("[]") or "efficient"
-        return BiTADrafter(BiTAAdapter.from_pretrained(path), shape, name=spec)
+        adapter = BiTAAdapter.from_pretrained(path)
+        if shape == "auto":
+            shape = chosen_tree_shape(Path(path))
+        return BiTADrafter(adapter, shape, name=spec)
     loaded = load_model(spec, **load_kwargs)
     return ModelDrafter(loaded.model, loaded.tokenizer, name=spec)
+
+
+def chosen_tree_shape(folder: Path) -> str:
+    """The tree shape ``specdec eval-bita`` chose for this adapter on this machine."""
+    chosen = folder / "tree_shape.json"
+    if not chosen.is_file():
+        raise InvalidArgumentError(
+            f"bita[auto] needs {chosen}: run `specdec eval-bita` for this adapter first"
+        )
+    return json.loads(chosen.read_text())["shape"]
 
 
 def tandem_folder(name_or_path: str, cache_dir: str | None = None) -> Path:

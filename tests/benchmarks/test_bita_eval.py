@@ -1,0 +1,62 @@
+"""`specdec eval-bita` on a tiny model: acceptance per tree shape, measured costs, the chosen shape
+written beside the adapter and used by `bita[auto]`."""
+
+import json
+
+import torch
+
+from specdec.benchmarks.bita_eval import accepted_full, block_width
+from specdec.cli.main import main
+from specdec.drafters.bita import TreeShape
+from specdec.models import load_model
+from specdec.models.bita import BiTAAdapter, model_signature
+from specdec.training.bita import IGNORE
+
+
+def test_full_tree_acceptance_counts_leading_depths_in_the_top_k():
+    logits = torch.zeros(1, 2, 3, 5)
+    for d in range(3):
+        logits[0, :, d, d] = 2.0  # top-1 at depth d is token d
+        logits[0, :, d, 4] = 1.0  # top-2 is token 4
+    labels = torch.tensor([[[0, 4, 3], [4, 1, IGNORE]]])
+    assert accepted_full(logits, labels, 2).tolist() == [[2.0, 2.0]]
+    assert accepted_full(logits, labels, 1).tolist() == [[1.0, 0.0]]
+    assert block_width(TreeShape.parse("efficient", 3), 3) == 1 + 12 + 13 * 3
+
+
+def test_eval_bita_chooses_a_shape_that_bita_auto_uses(tmp_path, tiny_model_dir, capsys):
+    generator = torch.Generator().manual_seed(0)
+    rows = [
+        {
+            "prompt_ids": torch.randint(3, 300, (6,), generator=generator).tolist(),
+            "answer_ids": torch.randint(3, 300, (20,), generator=generator).tolist(),
+        }
+        for _ in range(40)
+    ]
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    model = load_model(str(tiny_model_dir)).model
+    torch.manual_seed(0)
+    BiTAAdapter(model_signature(model), 4, 3, "deep").save_pretrained(tmp_path / "a")
+    out, md = tmp_path / "eval.json", tmp_path / "BITA.md"
+    args = f"eval-bita --adapter deep={tmp_path / 'a'} --target {tiny_model_dir} --answers {answers}"
+    args += f" --heldout-fraction 0.5 --skip 4 --sequences 8 --groups 4 --out {out} --markdown {md}"
+    assert main(args.split()) == 0
+    report = json.loads(out.read_text())
+    chosen = report["adapters"]["deep"]["chosen"]
+    shapes = report["adapters"]["deep"]["shapes"]
+    assert chosen == max(shapes, key=lambda s: shapes[s]["predicted_speedup"])
+    assert all(r["cost_ratio"] > 0 and r["accepted_per_step"] >= 0 for r in shapes.values())
+    assert json.loads((tmp_path / "a" / "tree_shape.json").read_text())["shape"] == chosen.replace("/", ",")
+    assert "chosen shape" in md.read_text()
+    spec = f"bita[auto]:{tmp_path / 'a'}"
+    assert (
+        main(f"generate hi --no-chat --model {tiny_model_dir} --drafter {spec} --max-new-tokens 4".split())
+        == 0
+    )
+    (tmp_path / "a" / "tree_shape.json").unlink()
+    assert (
+        main(f"generate hi --no-chat --model {tiny_model_dir} --drafter {spec} --max-new-tokens 4".split())
+        == 2
+    )
+    assert "eval-bita" in capsys.readouterr().err

@@ -17,7 +17,7 @@ from specdec.drafters.tandem import TandemDrafter
 from specdec.errors import InvalidArgumentError
 from specdec.models import PRECISIONS, default_cache_dir, load_model
 from specdec.models.bita import BiTAAdapter
-from specdec.models.packaged import packaged_tandem_folder, packaged_tandems
+from specdec.models.packaged import packaged_bitas, packaged_tandem_folder, packaged_tandems
 from specdec.models.router import BlockRouter
 from specdec.models.tandem import TandemModel
 
@@ -27,9 +27,9 @@ DRAFTER_SPECS = (
     "early-exit-N (the target's first N layers on the target's cache, for early-exit-trained models), "
     "tandem:PATH (a Tandem secondary trained by `specdec train tandem`, reading the target's states; "
     "tandem+router:PATH adds the adaptive block length router in PATH/router), "
-    "bita:PATH or bita[SHAPE]:PATH (a BiTA adapter from `specdec train bita`: the target drafts for "
-    "itself; SHAPE efficient (default), straight, full-K, widths like 5/4/3, or auto: the shape "
-    "`specdec eval-bita` chose on this machine), "
+    "bita:PATH or bita[SHAPE]:PATH (a BiTA adapter from `specdec train bita`, or a packaged name: "
+    "the target drafts for itself; SHAPE efficient (default), straight, full-K, widths like 5/4/3, "
+    "or auto: the shape `specdec eval-bita` chose on this machine), "
     "or a model name / directory / .gguf file (an independent small model with the same tokenizer)"
 )
 
@@ -64,9 +64,12 @@ def make_drafter(
     if spec.startswith("bita:") or spec.startswith("bita["):
         head, _, path = spec.partition(":")
         shape = head.removeprefix("bita").strip("[]") or "efficient"
-        adapter = BiTAAdapter.from_pretrained(path)
+        folder = Path(path)
+        if not folder.is_dir() and path in (shipped := packaged_bitas()):
+            folder = shipped[path]
+        adapter = BiTAAdapter.from_pretrained(folder)
         if shape == "auto":
-            shape = chosen_tree_shape(Path(path))
+            shape = chosen_tree_shape(folder)
         return BiTADrafter(adapter, shape, name=spec)
     loaded = load_model(spec, **load_kwargs)
     return ModelDrafter(loaded.model, loaded.tokenizer, name=spec)

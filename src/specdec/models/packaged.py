@@ -1,5 +1,7 @@
 """Trained drafts shipped inside the package, small because they reuse their target's embeddings.
 
+A packaged BiTA adapter (``bita.json``) is its own small file and loads from where it lies.
+
 A packaged Tandem secondary (``tandem.json`` at its top) holds its secondary as such a draft in
 ``secondary/``, beside its projections (bf16) and, if trained, its router; loading rebuilds the
 secondary the same way and copies the rest next to it, giving a folder ``TandemModel`` reads.
@@ -40,6 +42,15 @@ def packaged_drafts() -> dict[str, Path]:
 
 def packaged_tandems() -> dict[str, Path]:
     from specdec.models.tandem import CONFIG_FILE  # models.tandem needs the engine, which loads models
+
+    if not DRAFTS_DIR.is_dir():
+        return {}
+    return {p.name: p for p in sorted(DRAFTS_DIR.iterdir()) if (p / CONFIG_FILE).is_file()}
+
+
+def packaged_bitas() -> dict[str, Path]:
+    """Shipped BiTA adapters: standalone files (prompt and mask tokens), loaded from where they lie."""
+    from specdec.models.bita import CONFIG_FILE
 
     if not DRAFTS_DIR.is_dir():
         return {}

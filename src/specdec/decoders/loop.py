@@ -32,7 +32,7 @@ def draft_length(policy: GammaPolicy, rows: Rows, target: Engine, drafter: Draft
     """γ for this step: the policy's choice (a tree drafter's own block size), cut to what the
     longest-running row can still use and to the context windows of target and drafter for the row
     nearest its end (0: a plain step)."""
-    wanted = drafter.block_positions if drafter.proposes_trees else policy.next_gamma()
+    wanted = drafter.block_positions or policy.next_gamma()
     gamma = min(wanted, max(rows.remaining()) - 1)
     room = target.room()
     if room is not None:  # the pending token and γ draft tokens need γ + 1 positions
@@ -155,11 +155,11 @@ def draft_verify_loop(
             stats.short_drafts += int((lengths < gamma).sum())
             stats.rejections += int((accepted < lengths).sum())
             stats.accepted_histogram.update(accepted.tolist())
-            if gamma and not drafter.proposes_trees:  # a forced plain step says nothing about drafting
+            if gamma and not drafter.block_positions:  # a forced plain step says nothing about drafting
                 draft_time, verify_time = stats.draft_time - spent[0], stats.target_time - spent[1]
-                policy.update(
-                    StepResult(draft.gamma, accepted.tolist(), lengths.tolist(), verify_time, draft_time)
-                )
+                chain = draft.parents is None  # a tree is scored by its depth, the γ it was drafted at
+                depth, depths = (draft.gamma, lengths) if chain else (gamma, torch.full_like(lengths, gamma))
+                policy.update(StepResult(depth, accepted.tolist(), depths.tolist(), verify_time, draft_time))
             settled = zip(accepted_nodes(draft, result), result.next_token.tolist(), strict=True)
             new = [[*draft.tokens[row, nodes].tolist(), t] for row, (nodes, t) in enumerate(settled)]
             done = rows.emit(new, accepted.tolist())

@@ -88,10 +88,10 @@ class Drafter(ABC):
     #: slots the target engine reserves at the front of its cache for states only this drafter's
     #: extra positions see (BiTA's prompt keys/values), written by the drafter in :meth:`begin`
     reserved_slots: int = 0
-    #: whether its drafts are trees (``Draft.parents``), which only tree-aware rules (SpS) verify; such
-    #: a drafter shapes its own block, so the γ policy gives way to :attr:`block_positions`
+    #: whether its drafts are trees (``Draft.parents``), which only tree-aware rules (SpS) verify
     proposes_trees: bool = False
-    #: tree drafters: the positions after the pending token a full block of theirs needs
+    #: drafters that shape their own block (BiTA): the positions after the pending token a full block
+    #: of theirs needs, which the γ policy gives way to (0: γ comes from the policy)
     block_positions: int = 0
 
     @property

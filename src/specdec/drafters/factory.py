@@ -30,7 +30,8 @@ DRAFTER_SPECS = (
     "bita:PATH or bita[SHAPE]:PATH (a BiTA adapter from `specdec train bita`, or a packaged name: "
     "the target drafts for itself; SHAPE efficient (default), straight, full-K, widths like 5/4/3, "
     "or auto: the shape `specdec eval-bita` chose on this machine), "
-    "or a model name / directory / .gguf file (an independent small model with the same tokenizer)"
+    "or a model name / directory / .gguf file (an independent small model with the same tokenizer; "
+    "tree-K:MODEL drafts a top-K tree with it)"
 )
 
 
@@ -71,8 +72,15 @@ def make_drafter(
         if shape == "auto":
             shape = chosen_tree_shape(folder)
         return BiTADrafter(adapter, shape, name=spec)
+    width, name = 1, spec
+    if spec.startswith("tree-") and ":" in spec:
+        head, _, model_spec = spec.partition(":")
+        if not head.removeprefix("tree-").isdigit() or int(head.removeprefix("tree-")) < 2:
+            raise InvalidArgumentError(f"drafter {spec!r}: expected tree-K:MODEL with K >= 2")
+        width = int(head.removeprefix("tree-"))
+        spec = model_spec
     loaded = load_model(spec, **load_kwargs)
-    return ModelDrafter(loaded.model, loaded.tokenizer, name=spec)
+    return ModelDrafter(loaded.model, loaded.tokenizer, name=name, tree_width=width)
 
 
 def chosen_tree_shape(folder: Path) -> str:

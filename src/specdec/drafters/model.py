@@ -10,6 +10,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.drafters.base import Draft, Drafter, Feedback
 from specdec.engine import Engine, ExtendOutput
+from specdec.errors import InvalidArgumentError
 from specdec.models.vocabulary import check_same_vocabulary
 from specdec.sampling import (
     Draws,
@@ -29,6 +30,31 @@ class DraftRun:
     draft: Draft
     fed_all: bool  # the last draft token also went through the model (drafting stopped on fallback)
     forwards: int  # model calls made, counting the one that produced ``first_logits``
+    logits: list[torch.Tensor]  # the draft model's logits [B, V] at each drafted position
+
+
+def with_siblings(run: DraftRun, width: int) -> Draft:
+    """The chain plus, at each depth, the draft's next ``width − 1`` most likely tokens as leaves
+    beside the chain token (a top-k tree at the cost of the chain: the logits exist already).
+
+    Siblings are deterministic (one-hot p), the chain keeps its own p, so recursive rejection
+    sampling stays exact: a one-hot candidate tried after a rejection keeps the residual's law
+    whichever token it is.
+    """
+    chain = run.draft
+    gamma = chain.gamma
+    parents, columns = list(range(-1, gamma - 1)), [chain.tokens]
+    for depth, logits in enumerate(run.logits[:gamma]):
+        top = logits.float().topk(width, dim=-1).indices.cpu()
+        drafted = chain.tokens[:, depth]
+        columns.append(torch.stack([row[row != t][: width - 1] for row, t in zip(top, drafted, strict=True)]))
+        parents += [depth - 1] * (width - 1)
+    tokens = torch.cat(columns, dim=1)
+    probs = None
+    if chain.probs is not None:
+        siblings = torch.nn.functional.one_hot(tokens[:, gamma:], chain.probs.shape[-1])
+        probs = torch.cat([chain.probs, siblings.to(chain.probs.device, chain.probs.dtype)], dim=1)
+    return Draft(tokens, probs, parents=tuple(parents))
 
 
 def draft_autoregressively(
@@ -54,7 +80,7 @@ def draft_autoregressively(
     logits, batch = first_logits, first_logits.shape[0]
     lengths = torch.full((batch,), gamma, dtype=torch.long)
     drafting = torch.ones(batch, dtype=torch.bool)
-    tokens, probs, forwards = [], [], 1
+    tokens, probs, seen, forwards = [], [], [], 1
     for i in range(gamma):
         if min_confidence > 0 or stop is not None:
             unsure = torch.zeros(batch, dtype=torch.bool)
@@ -74,6 +100,7 @@ def draft_autoregressively(
             token = gumbel_argmax(p, draws.gumbel(i, p.shape[-1]).to(p.device))
             probs.append(p)
         tokens.append(token)
+        seen.append(logits)
         if i < gamma - 1:
             logits = step(token)
             forwards += 1
@@ -82,11 +109,15 @@ def draft_autoregressively(
         probs=torch.stack(probs, dim=1) if probs else None,
         lengths=lengths if min_confidence > 0 or stop is not None else None,
     )
-    return DraftRun(draft, fed_all=len(tokens) < gamma, forwards=forwards)
+    return DraftRun(draft, fed_all=len(tokens) < gamma, forwards=forwards, logits=seen)
 
 
 class ModelDrafter(Drafter):
-    """Runs a small model autoregressively on its own engine, rolling it back after each verify."""
+    """Runs a small model autoregressively on its own engine, rolling it back after each verify.
+
+    With ``tree_width`` k > 1 it proposes a top-k tree: its chain, and at each depth the k − 1 next
+    most likely tokens as leaves (only the chain token has children, BiTA's efficient tree).
+    """
 
     has_confidence = True
 
@@ -97,11 +128,16 @@ class ModelDrafter(Drafter):
         *,
         pack_weights: bool | None = None,
         name: str = "model",
+        tree_width: int = 1,
     ):
+        if isinstance(tree_width, bool) or not isinstance(tree_width, int) or tree_width < 1:
+            raise InvalidArgumentError(f"tree_width must be an integer >= 1, got {tree_width!r}")
         self.model = model
         self.tokenizer = tokenizer
         self.engine = Engine(model, pack_weights=pack_weights)
         self.name = name
+        self.tree_width = tree_width
+        self.proposes_trees = tree_width > 1
 
     def validate(self, target: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None) -> None:
         check_same_vocabulary(target, tokenizer, self.model, self.tokenizer)
@@ -116,7 +152,7 @@ class ModelDrafter(Drafter):
         # Tokens the target has settled on but this model has not run yet (the pending one, one
         # more after a fully accepted draft, and more after plain steps that drafted nothing).
         self.unseen: list[list[int]] = [[p[-1]] for p in prompts]
-        self._last = torch.zeros(len(prompts), 0, dtype=torch.long)
+        self._last = self._tree_tokens = torch.zeros(len(prompts), 0, dtype=torch.long)
         self._fed: int | None = None  # draft tokens of the last proposal fed to the model; None: nothing ran
 
     @torch.inference_mode()
@@ -130,6 +166,7 @@ class ModelDrafter(Drafter):
     ) -> Draft:
         if gamma == 0:
             self._last, self._fed = torch.zeros(len(self.unseen), 0, dtype=torch.long), None
+            self._tree_tokens = self._last
             return Draft.empty(len(self.unseen))
         # Left-padded block of each row's unseen tokens: the same shape of work as a prefill.
         logits = self.engine.prefill(self.unseen).logits[:, -1]
@@ -145,21 +182,32 @@ class ModelDrafter(Drafter):
         self._last = run.draft.tokens
         # The model ran every draft token but the last, unless drafting stopped early on fallback.
         self._fed = run.draft.gamma if run.fed_all else run.draft.gamma - 1
-        return run.draft
+        draft = with_siblings(run, self.tree_width) if self.proposes_trees else run.draft
+        self._tree_tokens = draft.tokens
+        return draft
 
     def update(self, feedback: Feedback) -> None:
-        accepted, nxt = feedback.num_accepted.tolist(), feedback.next_token.tolist()
+        nxt = feedback.next_token.tolist()
         if self._fed is None:  # nothing ran: what was unseen still is
             self.unseen = [[*u, t] for u, t in zip(self.unseen, nxt, strict=True)]
             return
-        fed = self._fed
-        self.engine.rollback((fed - feedback.num_accepted).clamp(min=0))
+        fed, chain = self._fed, self._last.shape[1]
+        kept_chain, tails = [], []  # per row: chain tokens kept, then a kept sibling (a leaf) if any
+        for row, n in enumerate(feedback.num_accepted.tolist()):
+            nodes = list(range(n)) if feedback.path is None else feedback.path[row, :n].tolist()
+            m = next((j for j, node in enumerate(nodes) if node != j or node >= chain), len(nodes))
+            kept_chain.append(m)
+            tails.append(
+                [int(feedback.path[row, j]) for j in range(m, n)] if feedback.path is not None else []
+            )
+        self.engine.rollback((fed - torch.tensor(kept_chain)).clamp(min=0))
         self.unseen = [
-            [*self._last[row, fed:n].tolist(), t]
-            for row, (n, t) in enumerate(zip(accepted, nxt, strict=True))
+            [*self._last[row, fed:m].tolist(), *(self._tree_tokens[row, tails[row]].tolist()), t]
+            for row, (m, t) in enumerate(zip(kept_chain, nxt, strict=True))
         ]
 
     def select_rows(self, rows: torch.Tensor) -> None:
         self.engine.select_rows(rows)
         self.unseen = [self.unseen[i] for i in rows.tolist()]
         self._last = self._last[rows]
+        self._tree_tokens = self._tree_tokens[rows]

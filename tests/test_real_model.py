@@ -32,6 +32,10 @@ DRAFTERS = [
     "early-exit-2",
     "tandem:smollm2-135m-tandem",
     "tandem+router:smollm2-135m-tandem",
+    "bita[straight]:smollm2-135m-bita",
+    "bita:smollm2-135m-bita",
+    "bita[full-2]:smollm2-135m-bita",
+    "tree-3:smollm2-135m-draft",
 ]
 
 
@@ -94,8 +98,8 @@ def test_trained_draft_beats_the_untrained_truncated_copy(sps):
 
 
 def test_the_tandem_secondary_beats_the_untrained_truncated_copy(sps):
-    """The shipped Tandem secondary (2 layers reading the target's layers 15 and 30) is accepted more
-    often than the target's first 2 layers."""
+    """The shipped Tandem secondary (2 layers reading the target's hidden states 0 and 29) is accepted
+    more often than the target's first 2 layers."""
     assert sps("tandem:smollm2-135m-tandem").stats.acceptance_rate > 2 * sps("first-2").stats.acceptance_rate
 
 
@@ -119,6 +123,7 @@ def test_seeded_sampling_is_the_same_text_with_and_without_speculation(plain, pi
         assert pipes("smollm2-135m-draft").generate(PROMPTS, **kwargs).token_ids == expected
     assert pipes("prompt-lookup").generate(PROMPTS, **kwargs).token_ids == expected
     assert pipes("tandem:smollm2-135m-tandem").generate(PROMPTS, **kwargs).token_ids == expected
+    assert pipes("bita:smollm2-135m-bita").generate(PROMPTS, **kwargs).token_ids == expected
 
 
 @pytest.mark.parametrize("drafter", ["prompt-lookup", "smollm2-135m-draft"])

@@ -13,6 +13,6 @@ specdec eval-bita --adapter deep=/work/runs/bita/best $ANSWERS --sequences 64 --
   --out benchmarks/results/bita_eval.json --markdown benchmarks/BITA.md
 stamp bench
 B=/work/runs/bita/best
-specdec bench --drafters "bita[straight]:$B,bita:$B,bita[full-2]:$B,bita[auto]:$B,prompt-lookup" --heuristic-for none \
+specdec bench --drafters "bita[straight]:$B,bita:$B,bita[full-2]:$B,bita[auto]:$B,prompt-lookup,/work/runs/draft-distil/best,tandem:smollm2-135m-tandem,tandem+router:smollm2-135m-tandem" --heuristic-for none \
   --per-task 1 --out benchmarks/results/specbench_bita.json --markdown benchmarks/BITA_BENCH.md
 stamp done

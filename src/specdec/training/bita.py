@@ -127,6 +127,7 @@ def sar_logits(model: PreTrainedModel, adapter: BiTAAdapter, batch: dict) -> tor
     k = torch.arange(n, device=device)
     ordinary = (k[None, :] <= k[:, None])[None] & valid[:, None, :]  # [B, n, n]
     top = torch.cat([ordinary, torch.zeros(size, n, extra, dtype=torch.bool, device=device)], dim=2)
+    top |= torch.eye(n, n + extra, dtype=torch.bool, device=device)  # padding attends to itself
     sees_seq = (k[None, None, :] <= mask_cut[:, :, None]) & valid[:, None, :]  # [B, G·M, n]
     same_group = group_of[:, None] == group_of[None, :]
     earlier = offsets[None, :] <= offsets[:, None]
@@ -134,8 +135,6 @@ def sar_logits(model: PreTrainedModel, adapter: BiTAAdapter, batch: dict) -> tor
     bottom = torch.cat([sees_seq, sees_masks], dim=2)
     bottom |= torch.eye(n + extra, dtype=torch.bool, device=device)[n:]  # unused groups see themselves
     mask = torch.cat([top, bottom], dim=1)  # [B, n + G·M, n + G·M]
-    top |= torch.eye(n, n + extra, dtype=torch.bool, device=device)  # padding attends to itself
-    mask[:, :n] = top
 
     prefix = adapter.prefix(model)
     past, key_pos = None, positions

@@ -32,9 +32,13 @@ from specdec.errors import InvalidArgumentError
 from specdec.models.bita import BiTAAdapter
 from specdec.training.answers import TargetAnswer
 from specdec.training.primary_cache import sequence_of
-from specdec.training.trainer import checkpoints_in, warmup_cosine
+from specdec.training.trainer import (
+    checkpoints_in,
+    load_trainer_state,
+    save_trainer_state,
+    warmup_cosine,
+)
 
-STATE_FILE = "trainer_state.pt"
 EFFICIENT = (5, 4, 3, 2)  # candidates per depth of the efficient tree the selection scores
 IGNORE = -100
 
@@ -252,10 +256,7 @@ def train_bita(
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(config.warmup_steps, config.steps))
     start_step, best, tokens_seen = 0, None, 0
     if checkpoints:
-        state = torch.load(checkpoints[-1] / STATE_FILE, weights_only=False)
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        start_step, best, tokens_seen = state["step"], state["best"], state["tokens_seen"]
+        start_step, best, tokens_seen = load_trainer_state(checkpoints[-1], optimizer, scheduler)
     model, adapter, optimizer, scheduler = accelerator.prepare(model, adapter, optimizer, scheduler)
     if accelerator.is_main_process and (not config.resume or not (output / "train_config.json").is_file()):
         (output / "train_config.json").write_text(json.dumps(asdict(config), indent=1))
@@ -264,14 +265,7 @@ def train_bita(
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
             accelerator.unwrap_model(adapter).save_pretrained(folder)
-            state = {
-                "step": step,
-                "best": best,
-                "tokens_seen": tokens_seen,
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-            }
-            torch.save(state, folder / STATE_FILE)
+            save_trainer_state(folder, step, best, tokens_seen, optimizer, scheduler)
 
     autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
     started = time.perf_counter()

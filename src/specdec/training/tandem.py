@@ -31,12 +31,19 @@ from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokeni
 from specdec.errors import InvalidArgumentError
 from specdec.models.tandem import TandemModel, fixed_blocks, logits_at
 from specdec.training.primary_cache import PrimaryCache
-from specdec.training.trainer import checkpoints_in, freeze_vocabulary, warmup_cosine
+from specdec.training.trainer import (
+    TRAINER_STATE_FILE,
+    checkpoints_in,
+    freeze_vocabulary,
+    load_trainer_state,
+    save_trainer_state,
+    warmup_cosine,
+)
 
 ARCHITECTURES = ("tandem", "draft")
 PRESETS = ("ce", "distil")
 EVAL_GAMMAS = (3, 5, 7)
-STATE_FILE = "trainer_state.pt"
+STATE_FILE = TRAINER_STATE_FILE
 
 
 @dataclass
@@ -225,10 +232,7 @@ def train_tandem(
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(config.warmup_steps, config.steps))
     tokens_seen = 0
     if checkpoints:
-        state = torch.load(checkpoints[-1] / STATE_FILE, weights_only=False)
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        start_step, best, tokens_seen = state["step"], state["best"], state["tokens_seen"]
+        start_step, best, tokens_seen = load_trainer_state(checkpoints[-1], optimizer, scheduler)
         if config.branch_from and start_step == int(Path(config.branch_from).name.split("-")[1]):
             best = None  # a branch picks its best among its own evaluations (the source's best/ isn't here)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
@@ -240,14 +244,7 @@ def train_tandem(
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
             _save(accelerator.unwrap_model(model), folder, tokenizer)
-            state = {
-                "step": step,
-                "best": best,
-                "tokens_seen": tokens_seen,
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-            }
-            torch.save(state, folder / STATE_FILE)
+            save_trainer_state(folder, step, best, tokens_seen, optimizer, scheduler)
 
     autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
     rank_seed = config.seed + 1_000 * accelerator.process_index

@@ -28,6 +28,8 @@ from specdec.training.answers import TargetAnswer
 from specdec.training.data import fixed_windows, sample_windows
 from specdec.training.losses import check_distill_params, cross_entropy, distillation, mixed_loss
 
+TRAINER_STATE_FILE = "trainer_state.pt"  # the Tandem and BiTA trainers' resume state per checkpoint
+
 PRESETS = {
     # Tandem-Distil: first half plain CE, second half CE and KD mixed with λ = 0.5.
     "tandem-distil": [(0.5, 0.0), (1.0, 0.5)],
@@ -83,6 +85,28 @@ class TrainConfig:
 def checkpoints_in(output: Path) -> list[Path]:
     """A run's ``checkpoint-K`` folders, oldest first."""
     return sorted(output.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+
+
+def save_trainer_state(
+    folder: Path, step: int, best: dict | None, tokens_seen: int, optimizer, scheduler
+) -> None:
+    """What ``resume`` needs beside the weights: step, best so far, tokens seen, optimizer and schedule."""
+    state = {
+        "step": step,
+        "best": best,
+        "tokens_seen": tokens_seen,
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+    }
+    torch.save(state, folder / TRAINER_STATE_FILE)
+
+
+def load_trainer_state(checkpoint: Path, optimizer, scheduler) -> tuple[int, dict | None, int]:
+    """Restore optimizer and schedule from ``checkpoint``; returns (step, best, tokens seen)."""
+    state = torch.load(checkpoint / TRAINER_STATE_FILE, weights_only=False)
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    return state["step"], state["best"], state["tokens_seen"]
 
 
 def freeze_vocabulary(model: PreTrainedModel) -> None:

@@ -11,6 +11,7 @@ from specdec.drafters.bita import TreeShape
 from specdec.models import load_model
 from specdec.models.bita import BiTAAdapter, model_signature
 from specdec.training.bita import IGNORE
+from tiny import random_answers_file
 
 
 def test_full_tree_acceptance_counts_leading_depths_in_the_top_k():
@@ -25,16 +26,7 @@ def test_full_tree_acceptance_counts_leading_depths_in_the_top_k():
 
 
 def test_eval_bita_chooses_a_shape_that_bita_auto_uses(tmp_path, tiny_model_dir, capsys):
-    generator = torch.Generator().manual_seed(0)
-    rows = [
-        {
-            "prompt_ids": torch.randint(3, 300, (6,), generator=generator).tolist(),
-            "answer_ids": torch.randint(3, 300, (20,), generator=generator).tolist(),
-        }
-        for _ in range(40)
-    ]
-    answers = tmp_path / "answers.jsonl"
-    answers.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    answers = random_answers_file(tmp_path / "answers.jsonl", 40)
     model = load_model(str(tiny_model_dir)).model
     torch.manual_seed(0)
     BiTAAdapter(model_signature(model), 4, 3, "deep").save_pretrained(tmp_path / "a")

@@ -18,7 +18,7 @@ from specdec.training.bita import (
     sar_logits,
     train_bita,
 )
-from tiny import make_gpt2, make_llama, make_tokenizer
+from tiny import make_gpt2, make_llama, make_tokenizer, random_answers_file
 
 VOCAB = 320
 MODELS = {
@@ -166,16 +166,7 @@ def test_the_cli_trains_an_adapter_and_decodes_with_it(tmp_path, tiny_model_dir,
 
     from specdec.cli.main import main
 
-    generator = torch.Generator().manual_seed(0)
-    rows = [
-        {
-            "prompt_ids": torch.randint(3, 300, (6,), generator=generator).tolist(),
-            "answer_ids": torch.randint(3, 300, (20,), generator=generator).tolist(),
-        }
-        for _ in range(12)
-    ]
-    answers = tmp_path / "answers.jsonl"
-    answers.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    answers = random_answers_file(tmp_path / "answers.jsonl", 12)
     out = tmp_path / "bita"
     train = f"train bita --target {tiny_model_dir} --answers {answers} --output {out} --prompts 4 --steps 2"
     options = " --batch-size 2 --groups 4 --eval-every 2 --save-every 2 --eval-sequences 2 --bf16 off"

@@ -136,6 +136,15 @@ def test_training_learns_and_resumes_exactly(tmp_path, answers):
     assert torch.equal(a.prompts, b.prompts) and torch.equal(a.masks, b.masks)
     assert resumed.is_dir()
 
+    # a time limit ends the run on a checkpoint after the step that crosses it; resume finishes it exactly
+    torch.manual_seed(0)
+    timed = BiTAAdapter(model_signature(target), 4, 3, "deep")
+    train_bita(target, timed, data, config(tmp_path / "timed", time_limit_s=1e-9))
+    assert [p.name for p in sorted((tmp_path / "timed").glob("checkpoint-*"))] == ["checkpoint-1"]
+    train_bita(target, timed, data, config(tmp_path / "timed", resume=True))
+    c = BiTAAdapter.from_pretrained(tmp_path / "timed" / "checkpoint-12")
+    assert torch.equal(a.prompts, c.prompts) and torch.equal(a.masks, c.masks)
+
 
 def test_adapter_files_round_trip_and_refuse_the_wrong_model(tmp_path, model):
     torch.manual_seed(3)

@@ -34,6 +34,13 @@ def add_bita_arguments(parser: argparse.ArgumentParser) -> None:
     opt.add_argument("--seed", type=int, default=0)
     opt.add_argument("--shuffle-seed", type=int, default=0, help="answers from all files are mixed by it")
     opt.add_argument("--resume", action="store_true")
+    opt.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop with a checkpoint once this much training time is spent (continue with --resume)",
+    )
     opt.add_argument("--bf16", choices=("auto", "on", "off"), default="auto")
     parser.add_argument("--cache-dir", default=None)
 
@@ -63,6 +70,7 @@ def run_train_bita(args: argparse.Namespace) -> Path:
         save_every=args.save_every,
         seed=args.seed,
         resume=args.resume,
+        time_limit_s=args.time_limit,
         bf16=args.bf16 == "on" or (args.bf16 == "auto" and bf16_pays()),
         extra={"target": args.target, "answers": list(args.answers), "machine": machine_info()},
     )

@@ -10,7 +10,8 @@ to the prompt tokens and to their own group's earlier masks.
 Selection is by what decoding gets: on held-out answers, the tokens a straightforward chain and the
 efficient tree (top 5/4/3, only top-1 nodes have children) would accept per step from each group;
 ``best/`` is the checkpoint with the most for the efficient tree. Batches and dropout depend only
-on (seed, step), so ``resume`` continues exactly where a run stopped.
+on (seed, step), so ``resume`` continues exactly where a run stopped — also one stopped by its time
+limit, which ends a budgeted session (a lent GPU, a CI slot) on a checkpoint instead of a kill.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class BiTATrainConfig:
     seed: int = 0
     resume: bool = False
     bf16: bool = False
+    time_limit_s: float | None = None  # stop (with a checkpoint) after the step that crosses it
     extra: dict = field(default_factory=dict)  # provenance: target, answers, machine, ...
 
     def __post_init__(self) -> None:
@@ -77,6 +79,8 @@ class BiTATrainConfig:
                 raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
         if not 0 < self.heldout_fraction < 1:
             raise InvalidArgumentError(f"heldout_fraction must be in (0, 1), got {self.heldout_fraction}")
+        if self.time_limit_s is not None and not self.time_limit_s > 0:
+            raise InvalidArgumentError(f"time_limit_s must be > 0 seconds, got {self.time_limit_s}")
 
 
 def sar_batch(
@@ -178,8 +182,8 @@ def accepted_per_step(logits: torch.Tensor, labels: torch.Tensor, widths: Sequen
     masks = min(logits.shape[2], len(widths))
     widest = max(widths[:masks])
     top = logits[:, :, :masks].topk(widest, dim=-1).indices  # [B, G, M, widest]
-    hit = torch.zeros(labels.shape[:2], dtype=torch.float)
-    alive = torch.ones(labels.shape[:2], dtype=torch.bool)
+    hit = torch.zeros(labels.shape[:2], dtype=torch.float, device=logits.device)
+    alive = torch.ones(labels.shape[:2], dtype=torch.bool, device=logits.device)
     for d in range(masks):
         label = labels[:, :, d]
         inside = (top[:, :, d, : widths[d]] == label[..., None]).any(-1) & (label != IGNORE)
@@ -208,8 +212,8 @@ def evaluate(
             generator,
         )
         batch = {k: v.to(device) for k, v in batch.items()}
-        logits = sar_logits(model, adapter, batch).float().cpu()
-        labels = batch["labels"].cpu()
+        logits = sar_logits(model, adapter, batch).float()
+        labels = batch["labels"]
         losses.append(sar_loss(logits, labels).item())
         used = labels != IGNORE
         right = ((logits.argmax(-1) == labels) & used).sum((0, 1))
@@ -220,7 +224,7 @@ def evaluate(
     adapter.train(was_training)
     return {
         "heldout_loss": sum(losses) / len(losses),
-        "heldout_mask_accuracy": (correct / counted.clamp(min=1)).tolist(),
+        "heldout_mask_accuracy": (correct / counted.clamp(min=1)).cpu().tolist(),
         "accepted_straight": float(torch.cat([s.flatten() for s in straight]).nanmean()),
         "accepted_efficient": float(torch.cat([e.flatten() for e in efficient]).nanmean()),
     }
@@ -311,6 +315,12 @@ def train_bita(
         if accelerator.is_main_process:
             with (output / "log.jsonl").open("a") as f:
                 f.write(json.dumps(record) + "\n")
-        if (step + 1) % config.save_every == 0 or last:
+        spent = time.perf_counter() - started
+        out_of_time = config.time_limit_s is not None and spent >= config.time_limit_s
+        if (step + 1) % config.save_every == 0 or last or out_of_time:
             save(output / f"checkpoint-{step + 1}", step + 1)
+        if out_of_time and not last:
+            # A budgeted session ends on a checkpoint, never mid-write: `resume` continues from here.
+            tqdm.write(f"time limit reached after step {step + 1}; rerun with --resume to continue")
+            break
     return output / "best"

@@ -1,6 +1,8 @@
 """Speculative sampling: its sampled output follows the target's distribution exactly (chi-square at a
-fixed seed, for both verify rules, several drafters, top-k and top-p, and ragged batches), a wrong
-verifier fails the same check, and acceptance behaves as the drafter predicts."""
+fixed seed, for both verify rules, chain and tree drafters, top-k and top-p, and ragged batches), a
+wrong verifier fails the same check, and acceptance behaves as the drafter predicts."""
+
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -11,9 +13,12 @@ import specdec.decoders.speculative as speculative
 from conftest import PROMPTS
 from specdec.decoders import SpeculativeSampling
 from specdec.drafters import EarlyExitDrafter, ModelDrafter, PromptLookupDrafter
+from specdec.drafters.bita import BiTADrafter
 from specdec.drafters.tandem import TandemDrafter
+from specdec.models.bita import BiTAAdapter, model_signature
 from specdec.pipeline import Pipeline
 from specdec.sampling import SamplingConfig, Verification, logits_to_probs
+from specdec.sampling.tree import TreeVerification, children
 from tiny import make_llama, make_oracle_tandem, perturbed_copy
 
 ROWS = 4000
@@ -68,10 +73,40 @@ def law_prompt(tok, law_target) -> list[int]:
 
 LAW_DRAFTERS = {
     "model": lambda target, tok: ModelDrafter(perturbed_copy(target, 1.0), tok),
+    # a trimmed output head: p = 0 on odd token ids, q is not
+    "model-trimmed-vocab": lambda target, tok: ModelDrafter(
+        perturbed_copy(target, 1.0), tok, vocab=torch.arange(0, len(tok), 2)
+    ),
     "prompt-lookup": lambda target, tok: PromptLookupDrafter(),
     "early-exit": lambda target, tok: EarlyExitDrafter(target, 1),
     "tandem": lambda target, tok: TandemDrafter(make_oracle_tandem(target, noise=1.0), tok),
+    # trees: siblings verified by recursive rejection sampling (rejection) or the coupled walk
+    "tree-3": lambda target, tok: ModelDrafter(perturbed_copy(target, 1.0), tok, tree_width=3),
 }
+
+
+@pytest.mark.parametrize("rule", ["coupled", "rejection"])
+def test_bita_tree_tokens_follow_the_target_distribution(tok, law_target, law_prompt, rule):
+    """BiTA drafts from its third token on (the first mask outputs come with the second): the third
+    token, given the most common first two, follows the target's law. One mask token, so γ = 2 leaves
+    room for a depth-1 tree of 5 siblings (efficient shape), verified together."""
+    torch.manual_seed(0)
+    adapter = BiTAAdapter(model_signature(law_target), 4, 1, "deep").eval()
+    pipe = Pipeline(law_target, tok, drafter=BiTADrafter(adapter, "efficient"))
+    sampling = SETTINGS["top-p"]
+    out = pipe.generate(
+        law_prompt,
+        method=SpeculativeSampling(2, rule),
+        max_new_tokens=4,
+        num_samples=3 * ROWS,
+        seed=11,
+        **sampling,
+    )
+    assert out.stats.accepted_tokens > 0
+    prefix = Counter(tuple(t[:2]) for t in out.token_ids).most_common(1)[0][0]
+    third = [t[2] for t in out.token_ids if tuple(t[:2]) == prefix and len(t) > 2]
+    assert len(third) > 300
+    assert law_pvalue(third, target_law(law_target, [*law_prompt, *prefix], sampling)) > 1e-3
 
 
 @pytest.mark.parametrize("setting", list(SETTINGS))
@@ -111,6 +146,31 @@ def _accept_all(draft, logits, sampling, draws):
     gamma = draft.gamma
     bonus = speculative.target_choices(logits, sampling, draws)(gamma, torch.arange(len(draft.tokens)))
     return Verification(num_accepted=draft.row_lengths(), next_token=bonus)
+
+
+def _accept_first_path(tokens, parents, *_):
+    """A wrong tree verifier: keeps the first child at every depth, whatever q says."""
+    kids, path = children(parents), []
+    while kids[path[-1] + 1 if path else 0]:
+        path.append(kids[path[-1] + 1 if path else 0][0])
+    batch = tokens.shape[0]
+    return TreeVerification(
+        num_accepted=torch.full((batch,), len(path), dtype=torch.long),
+        next_token=tokens[:, path[-1]].clone(),
+        path=torch.tensor(path, dtype=torch.long).expand(batch, -1).clone(),
+    )
+
+
+@pytest.mark.parametrize("rule", ["coupled", "rejection"])
+def test_a_wrong_tree_verifier_fails_the_same_check(tok, law_target, law_prompt, monkeypatch, rule):
+    """Negative control for trees: keeping the first path of every tree must be detected."""
+    monkeypatch.setattr(speculative, "tree_match_verify", _accept_first_path)
+    monkeypatch.setattr(speculative, "tree_rejection_sample", _accept_first_path)
+    pipe = Pipeline(law_target, tok, drafter=LAW_DRAFTERS["tree-3"](law_target, tok))
+    p_first, p_second = first_two_token_pvalues(
+        pipe, law_prompt, SpeculativeSampling(2, rule), SETTINGS["top-k"]
+    )
+    assert min(p_first, p_second) < 1e-6
 
 
 @pytest.mark.parametrize("rule", ["coupled", "rejection"])

@@ -1,5 +1,6 @@
-"""``specdec data answers | text | primary``: the target's own answers to training prompts, generated
-once and cached; held-out human text in the same format; the primary's outputs over either.
+"""``specdec data answers | text | primary | draft-vocab``: the target's own answers to training
+prompts, generated once and cached; held-out human text in the same format; the primary's outputs
+over either; the target's token frequencies, which a draft's trimmed output head keeps the top of.
 
 Generation is the long pole of every training campaign (hours on a CPU), so it is a command of its
 own: run it once (in the background, with ``nohup``), rerun the same command to resume after an
@@ -145,3 +146,25 @@ def run_primary(args: argparse.Namespace) -> Path:
     elapsed = time.perf_counter() - started
     print(f"{len(cache)} sequences, {cache.tokens()} answer tokens, {elapsed:.0f} s this run: {args.output}")
     return args.output
+
+
+def add_draft_vocab_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--answers", action="append", required=True, help="answers file(s) to count")
+    parser.add_argument("--output", type=Path, required=True, help="the draft's folder (draft_vocab.json)")
+
+
+def run_draft_vocab(args: argparse.Namespace) -> Path:
+    from specdec.errors import DataNotFoundError
+    from specdec.models.draft_vocab import token_counts, write_vocab_file
+    from specdec.training.answers import read_answers
+
+    if not args.output.is_dir():
+        raise DataNotFoundError(f"draft folder {args.output} not found")
+    counts = token_counts(a for path in args.answers for a in read_answers(Path(path)))
+    path = write_vocab_file(args.output, counts, {"answers": [Path(a).name for a in args.answers]})
+    total = sum(counts.values())
+    for size in (1024, 4096, 8192, 16384):
+        covered = sum(c for _, c in counts.most_common(size))
+        print(f"top {size:>5} tokens cover {covered / total:.2%} of {total:,} answer tokens")
+    print(f"wrote {path}")
+    return path

@@ -122,12 +122,20 @@ def build_parser() -> argparse.ArgumentParser:
         )
     )
     data = sub.add_parser("data", help="training data").add_subparsers(dest="what", required=True)
-    from specdec.cli.data import add_answers_arguments, add_primary_arguments, add_text_arguments
+    from specdec.cli.data import (
+        add_answers_arguments,
+        add_draft_vocab_arguments,
+        add_primary_arguments,
+        add_text_arguments,
+    )
 
     add_answers_arguments(data.add_parser("answers", help="the target's own answers to prompts, cached"))
     add_text_arguments(data.add_parser("text", help="held-out human text in the answers format"))
     add_primary_arguments(
         data.add_parser("primary", help="the primary's hidden states and top-k logits, cached")
+    )
+    add_draft_vocab_arguments(
+        data.add_parser("draft-vocab", help="token frequencies of target answers, for vocab-N:DRAFT")
     )
     return parser
 
@@ -155,9 +163,10 @@ def main(argv: list[str] | None = None) -> int:
 
             run_bita_eval(args)
         elif args.command == "data":
-            from specdec.cli.data import run_answers, run_primary, run_text
+            from specdec.cli.data import run_answers, run_draft_vocab, run_primary, run_text
 
-            {"answers": run_answers, "text": run_text, "primary": run_primary}[args.what](args)
+            runs = {"answers": run_answers, "text": run_text, "primary": run_primary}
+            (run_draft_vocab if args.what == "draft-vocab" else runs[args.what])(args)
         elif args.command in ("train", "eval-draft"):
             from specdec.cli.train import run_eval, run_export, run_train
 

@@ -17,7 +17,8 @@ from specdec.drafters.tandem import TandemDrafter
 from specdec.errors import InvalidArgumentError
 from specdec.models import PRECISIONS, default_cache_dir, load_model
 from specdec.models.bita import BiTAAdapter
-from specdec.models.packaged import packaged_bitas, packaged_tandem_folder, packaged_tandems
+from specdec.models.draft_vocab import VOCAB_FILE, top_tokens
+from specdec.models.packaged import packaged_bitas, packaged_drafts, packaged_tandem_folder, packaged_tandems
 from specdec.models.router import BlockRouter
 from specdec.models.tandem import TandemModel
 
@@ -31,7 +32,8 @@ DRAFTER_SPECS = (
     "the target drafts for itself; SHAPE efficient (default), straight, full-K, widths like 5/4/3, "
     "or auto: the shape `specdec eval-bita` chose on this machine), "
     "or a model name / directory / .gguf file (an independent small model with the same tokenizer; "
-    "tree-K:MODEL drafts a top-K tree with it)"
+    "tree-K:MODEL drafts a top-K tree with it; vocab-N:MODEL computes its logits for the N tokens "
+    "the target writes most often only, from the draft folder's draft_vocab.json)"
 )
 
 
@@ -72,15 +74,35 @@ def make_drafter(
         if shape == "auto":
             shape = chosen_tree_shape(folder)
         return BiTADrafter(adapter, shape, name=spec)
-    width, name = 1, spec
-    if spec.startswith("tree-") and ":" in spec:
-        head, _, model_spec = spec.partition(":")
-        if not head.removeprefix("tree-").isdigit() or int(head.removeprefix("tree-")) < 2:
-            raise InvalidArgumentError(f"drafter {spec!r}: expected tree-K:MODEL with K >= 2")
-        width = int(head.removeprefix("tree-"))
-        spec = model_spec
+    width, size, name = 1, None, spec
+    while True:  # prefixes of a model drafter, in any order: tree-K:, vocab-N:
+        head, sep, rest = spec.partition(":")
+        if not sep or not head.startswith(("tree-", "vocab-")):
+            break
+        kind, _, number = head.partition("-")
+        if not number.isdigit() or int(number) < (2 if kind == "tree" else 1):
+            raise InvalidArgumentError(
+                f"drafter {name!r}: expected tree-K:MODEL with K >= 2 or vocab-N:MODEL with N >= 1"
+            )
+        width, size = (int(number), size) if kind == "tree" else (width, int(number))
+        spec = rest
     loaded = load_model(spec, **load_kwargs)
-    return ModelDrafter(loaded.model, loaded.tokenizer, name=name, tree_width=width)
+    keep = None
+    if size is not None:
+        eos = loaded.model.config.eos_token_id
+        keep = top_tokens(vocab_folder(spec), size, always=eos if isinstance(eos, list) else [eos])
+    return ModelDrafter(loaded.model, loaded.tokenizer, name=name, tree_width=width, vocab=keep)
+
+
+def vocab_folder(model_spec: str) -> Path:
+    """Where ``vocab-N:MODEL`` finds the token counts: the draft's folder, or a packaged draft's."""
+    if Path(model_spec).is_dir():
+        return Path(model_spec)
+    if model_spec in (drafts := packaged_drafts()):
+        return drafts[model_spec]
+    raise InvalidArgumentError(
+        f"vocab-N:{model_spec} needs a draft folder (or a packaged draft name) holding {VOCAB_FILE}"
+    )
 
 
 def chosen_tree_shape(folder: Path) -> str:

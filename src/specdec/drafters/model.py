@@ -11,6 +11,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from specdec.drafters.base import Draft, Drafter, Feedback
 from specdec.engine import Engine, ExtendOutput
 from specdec.errors import InvalidArgumentError
+from specdec.models.draft_vocab import trim_output_head
 from specdec.models.vocabulary import check_same_vocabulary
 from specdec.sampling import (
     Draws,
@@ -117,6 +118,8 @@ class ModelDrafter(Drafter):
 
     With ``tree_width`` k > 1 it proposes a top-k tree: its chain, and at each depth the k − 1 next
     most likely tokens as leaves (only the chain token has children, BiTA's efficient tree).
+    With ``vocab`` (token ids) its output head computes only those rows and p is zero elsewhere
+    (:mod:`specdec.models.draft_vocab`): a cheaper step, the same exact verification.
     """
 
     has_confidence = True
@@ -129,12 +132,15 @@ class ModelDrafter(Drafter):
         pack_weights: bool | None = None,
         name: str = "model",
         tree_width: int = 1,
+        vocab: torch.Tensor | None = None,
     ):
         if isinstance(tree_width, bool) or not isinstance(tree_width, int) or tree_width < 1:
             raise InvalidArgumentError(f"tree_width must be an integer >= 1, got {tree_width!r}")
         self.model = model
         self.tokenizer = tokenizer
-        self.engine = Engine(model, pack_weights=pack_weights)
+        self.vocab = vocab
+        drafting = model if vocab is None else trim_output_head(model, vocab)
+        self.engine = Engine(drafting, pack_weights=pack_weights)
         self.name = name
         self.tree_width = tree_width
         self.proposes_trees = tree_width > 1

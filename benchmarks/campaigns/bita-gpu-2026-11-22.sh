@@ -63,7 +63,7 @@ done
 for KIND in deep shallow none; do
   RUN=$W/runs/$KIND
   [ -d "$RUN" ] || continue
-  LAST=$(ls -d "$RUN"/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -1)
+  LAST=$(ls -d "$RUN"/checkpoint-* 2>/dev/null | sort -V | tail -1)
   KEEP="log.jsonl train_config.json $(basename "$LAST")"
   [ -d "$RUN/best" ] && KEEP="$KEEP best"
   tar czf "$OUT/bita-$KIND.tgz" -C "$RUN" $KEEP

@@ -39,8 +39,12 @@ def test_eval_bita_chooses_a_shape_that_bita_auto_uses(tmp_path, tiny_model_dir,
     shapes = report["adapters"]["deep"]["shapes"]
     assert chosen == max(shapes, key=lambda s: shapes[s]["predicted_speedup"])
     assert all(r["cost_ratio"] > 0 and r["accepted_per_step"] >= 0 for r in shapes.values())
+    for r in shapes.values():  # the paper's no-cache setting, from measured full forwards
+        assert r["uncached_cost_ratio"] > 0
+        assert r["uncached_speedup"] == (r["accepted_per_step"] + 1) / r["uncached_cost_ratio"]
+    assert report["uncached_costs"]["1"] == 1.0
     assert json.loads((tmp_path / "a" / "tree_shape.json").read_text())["shape"] == chosen.replace("/", ",")
-    assert "chosen shape" in md.read_text()
+    assert "chosen shape" in md.read_text() and "Table 3" in md.read_text()
     spec = f"bita[auto]:{tmp_path / 'a'}"
     assert (
         main(f"generate hi --no-chat --model {tiny_model_dir} --drafter {spec} --max-new-tokens 4".split())

@@ -30,6 +30,8 @@ def machine_info() -> dict:
         "cpu_features": [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f in flags],
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
+        # Where a GPU did the work the CPU line alone misleads (a GPU campaign's host is any Xeon).
+        "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
         "python": sys.version.split()[0],
         "torch": torch.__version__,
         "transformers": transformers.__version__,

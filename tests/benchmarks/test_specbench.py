@@ -1,12 +1,14 @@
 import json
 
 import pytest
+import torch
 
 from specdec.benchmarks.data import SPEC_BENCH_TASKS, load_spec_bench
 from specdec.benchmarks.report import bootstrap_interval
 from specdec.benchmarks.specbench import plan_methods, rotated
 from specdec.cli.main import main
-from specdec.drafters import PromptLookupDrafter
+from specdec.drafters import ModelDrafter, PromptLookupDrafter
+from tiny import make_llama
 
 
 def write_questions(path, per_category: int = 3):
@@ -108,6 +110,15 @@ def test_method_order_rotates_through_every_method():
 def test_hf_assisted_runs_only_where_hf_has_an_equivalent():
     names = [m.name for m in plan_methods({"lookup": PromptLookupDrafter(), "tandem": object()}, [], True)]
     assert names == ["hf-plain", "ours-plain", "hf-assisted[lookup]", "ours-sps[lookup]", "ours-sps[tandem]"]
+    # HF has no tree drafting and no trimmed head: the same assistant would run under another's name
+    model = make_llama(320, seed=0)
+    drafters = {
+        "small": ModelDrafter(model),
+        "tree-2:small": ModelDrafter(model, tree_width=2),
+        "vocab-8:small": ModelDrafter(model, vocab=torch.arange(8)),
+    }
+    hf = [m.name for m in plan_methods(drafters, [], True) if m.kind == "hf-assisted"]
+    assert hf == ["hf-assisted[small]"]
 
 
 def test_a_drafter_with_a_router_runs_at_a_fixed_gamma_cap():

@@ -92,8 +92,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def has_hf_equivalent(drafter) -> bool:
     """HF assisted generation takes an independent assistant model or prompt lookup, nothing else
-    (not drafters that read the target's states, like Tandem or an early exit)."""
-    return isinstance(drafter, (ModelDrafter, PromptLookupDrafter))
+    (not drafters that read the target's states, like Tandem or an early exit, and not a model
+    drafter's trees or trimmed head: a row under that name would run a different drafter)."""
+    if isinstance(drafter, ModelDrafter):
+        return drafter.tree_width == 1 and drafter.vocab is None
+    return isinstance(drafter, PromptLookupDrafter)
 
 
 def plan_methods(

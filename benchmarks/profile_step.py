@@ -1,0 +1,125 @@
+"""Where a one-token engine step spends its time, for the target and for a draft (issue 11's profile).
+
+For each model: median wall time of a one-token ``Engine.extend`` after a 256-token context, and a
+torch.profiler breakdown of the same steps by operator (self CPU time): the linear kernels (the work
+a fused runtime would still do) against everything else (transformers' per-op eager overhead, mask
+and position bookkeeping, Python). Writes JSON + markdown.
+
+    python benchmarks/profile_step.py --models smollm2-135m,smollm2-135m-draft,vocab-2048:smollm2-135m-draft
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from specdec.benchmarks.report import machine_info
+from specdec.drafters import make_drafter
+from specdec.engine import Engine
+from specdec.models import load_model
+
+LINEAR_OPS = ("mkldnn::_linear_pointwise", "aten::addmm", "aten::mm", "aten::linear", "aten::matmul")
+
+
+def engine_for(spec: str, target) -> Engine:
+    """The engine a decoder would drive: the target's own, or the drafter's (trimmed head included)."""
+    if spec == "target":
+        return Engine(target.model)
+    return make_drafter(spec, target.model, target.tokenizer).engine
+
+
+@torch.inference_mode()
+def profile_engine(engine: Engine, context: int, steps: int) -> dict:
+    vocab = engine.model.get_input_embeddings().weight.shape[0]
+    generator = torch.Generator().manual_seed(0)
+    engine.reset(1, context + 2 * steps + 8)
+    engine.extend(torch.randint(3, vocab, (1, context), generator=generator))
+    token = torch.randint(3, vocab, (1, 1), generator=generator)
+    for _ in range(5):  # warm-up
+        engine.extend(token)
+        engine.rollback(1)
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        engine.extend(token)
+        times.append(time.perf_counter() - start)
+        engine.rollback(1)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            engine.extend(token)
+            engine.rollback(1)
+    ops = [(e.key, e.self_cpu_time_total / steps / 1000.0, e.count / steps) for e in prof.key_averages()]
+    total = sum(t for _, t, _ in ops)
+    linear = sum(t for k, t, _ in ops if k in LINEAR_OPS)
+    top = sorted(ops, key=lambda o: -o[1])[:12]
+    return {
+        "step_ms": statistics.median(times) * 1000,
+        "profiled_ms": total,
+        "linear_ms": linear,
+        "ops_per_step": sum(n for _, _, n in ops),
+        "top_ops": [{"op": k, "self_ms": t, "calls": n} for k, t, n in top],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", default="smollm2-135m")
+    parser.add_argument("--models", default="target,smollm2-135m-draft,vocab-2048:smollm2-135m-draft")
+    parser.add_argument("--context", type=int, default=256)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/profile_step.json"))
+    parser.add_argument("--markdown", type=Path, default=Path("benchmarks/PROFILE_STEP.md"))
+    args = parser.parse_args()
+    target = load_model(args.target)
+    rows = {
+        spec: profile_engine(engine_for(spec, target), args.context, args.steps)
+        for spec in args.models.split(",")
+    }
+    base = rows.get("target", {}).get("step_ms")
+    report = {
+        "machine": machine_info(),
+        "config": vars(args) | {"out": str(args.out), "markdown": str(args.markdown)},
+    }
+    report["rows"] = rows
+    args.out.write_text(json.dumps(report, indent=1))
+    machine = report["machine"]
+    lines = [
+        "# One-token engine step: where the time goes",
+        "",
+        f"Produced by `python benchmarks/profile_step.py --models {args.models}` on {machine['date']} "
+        f"({machine['cpu']}, {machine['cores']} cores, torch {machine['torch']}, transformers "
+        f"{machine['transformers']}); one-token `Engine.extend` after {args.context} tokens, median of "
+        f"{args.steps}; operator self times from torch.profiler over {args.steps} more steps (the "
+        "profiler's own cost inflates them a little). linear: the matrix kernels; rest: every other "
+        "operator and the Python between them.",
+        "",
+        "| model | step (ms) | c vs target step | profiled (ms) | linear (ms) | rest (ms) | ops/step |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for spec, r in rows.items():
+        c = f"{r['step_ms'] / base:.3f}" if base else "–"
+        lines.append(
+            f"| {spec} | {r['step_ms']:.2f} | {c} | {r['profiled_ms']:.2f} | {r['linear_ms']:.2f} | "
+            f"{r['profiled_ms'] - r['linear_ms']:.2f} | {r['ops_per_step']:.0f} |"
+        )
+    for spec, r in rows.items():
+        lines += [
+            "",
+            f"## {spec}: top operators by self time",
+            "",
+            "| op | self ms/step | calls/step |",
+            "|---|---:|---:|",
+        ]
+        lines += [f"| `{o['op']}` | {o['self_ms']:.3f} | {o['calls']:.0f} |" for o in r["top_ops"]]
+    args.markdown.write_text("\n".join(lines) + "\n")
+    print(args.markdown.read_text())
+
+
+if __name__ == "__main__":
+    main()

@@ -3,9 +3,13 @@
 For each model: median wall time of a one-token ``Engine.extend`` after a 256-token context, and a
 torch.profiler breakdown of the same steps by operator (self CPU time): the linear kernels (the work
 a fused runtime would still do) against everything else (transformers' per-op eager overhead, mask
-and position bookkeeping, Python). Writes JSON + markdown.
+and position bookkeeping, Python). Writes JSON + markdown. ``MODEL@compile`` and
+``MODEL@compile-freezing`` run the engine's model through ``torch.compile`` (inductor, dynamic
+shapes: the cache length grows every step; the latter with inductor's weight freezing, on unpacked
+weights, since inductor cannot lower the prepacked oneDNN linear); the first run's time, compile
+included, is reported.
 
-    python benchmarks/profile_step.py --models smollm2-135m,smollm2-135m-draft,vocab-2048:smollm2-135m-draft
+    python benchmarks/profile_step.py --models target,smollm2-135m-draft,vocab-2048:smollm2-135m-draft
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from specdec.benchmarks.report import machine_info
-from specdec.drafters import make_drafter
+from specdec.drafters import ModelDrafter, make_drafter
 from specdec.engine import Engine
 from specdec.models import load_model
 
@@ -29,9 +33,23 @@ LINEAR_OPS = ("mkldnn::_linear_pointwise", "aten::addmm", "aten::mm", "aten::lin
 
 def engine_for(spec: str, target) -> Engine:
     """The engine a decoder would drive: the target's own, or the drafter's (trimmed head included)."""
+    spec, _, variant = spec.partition("@")
+    if variant not in ("", "compile", "compile-freezing"):
+        raise ValueError(f"unknown variant {variant!r}: use @compile or @compile-freezing")
+    if variant:
+        import torch._inductor.config as inductor_config
+
+        inductor_config.freezing = variant == "compile-freezing"
     if spec == "target":
-        return Engine(target.model)
-    return make_drafter(spec, target.model, target.tokenizer).engine
+        engine = Engine(target.model, pack_weights=False if variant else None)
+    else:
+        engine = make_drafter(spec, target.model, target.tokenizer).engine
+        if variant:  # a model drafter's model, unpacked
+            drafter = make_drafter(spec, target.model, target.tokenizer)
+            engine = ModelDrafter(drafter.model, vocab=drafter.vocab, pack_weights=False).engine
+    if variant:
+        engine.model = torch.compile(engine.model, dynamic=True)
+    return engine
 
 
 @torch.inference_mode()
@@ -77,10 +95,11 @@ def main() -> None:
     parser.add_argument("--markdown", type=Path, default=Path("benchmarks/PROFILE_STEP.md"))
     args = parser.parse_args()
     target = load_model(args.target)
-    rows = {
-        spec: profile_engine(engine_for(spec, target), args.context, args.steps)
-        for spec in args.models.split(",")
-    }
+    rows = {}
+    for spec in args.models.split(","):
+        started = time.perf_counter()  # set-up and compile included: what a first run costs
+        rows[spec] = profile_engine(engine_for(spec, target), args.context, args.steps)
+        rows[spec]["first_run_s"] = time.perf_counter() - started
     base = rows.get("target", {}).get("step_ms")
     report = {
         "machine": machine_info(),
@@ -92,21 +111,23 @@ def main() -> None:
     lines = [
         "# One-token engine step: where the time goes",
         "",
-        f"Produced by `python benchmarks/profile_step.py --models {args.models}` on {machine['date']} "
+        f"Produced by `python benchmarks/profile_step.py --models {args.models} --steps {args.steps}` "
+        f"on {machine['date']} "
         f"({machine['cpu']}, {machine['cores']} cores, torch {machine['torch']}, transformers "
         f"{machine['transformers']}); one-token `Engine.extend` after {args.context} tokens, median of "
         f"{args.steps}; operator self times from torch.profiler over {args.steps} more steps (the "
         "profiler's own cost inflates them a little). linear: the matrix kernels; rest: every other "
-        "operator and the Python between them.",
+        "operator and the Python between them. first run: set-up, compile (with inductor's on-disk cache "
+        "as this machine had it) and the measured steps.",
         "",
-        "| model | step (ms) | c vs target step | profiled (ms) | linear (ms) | rest (ms) | ops/step |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| model | step (ms) | c vs target | profiled | linear | rest (ms) | ops/step | first run (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for spec, r in rows.items():
         c = f"{r['step_ms'] / base:.3f}" if base else "–"
         lines.append(
             f"| {spec} | {r['step_ms']:.2f} | {c} | {r['profiled_ms']:.2f} | {r['linear_ms']:.2f} | "
-            f"{r['profiled_ms'] - r['linear_ms']:.2f} | {r['ops_per_step']:.0f} |"
+            f"{r['profiled_ms'] - r['linear_ms']:.2f} | {r['ops_per_step']:.0f} | {r['first_run_s']:.1f} |"
         )
     for spec, r in rows.items():
         lines += [

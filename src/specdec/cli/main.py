@@ -165,8 +165,13 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "data":
             from specdec.cli.data import run_answers, run_draft_vocab, run_primary, run_text
 
-            runs = {"answers": run_answers, "text": run_text, "primary": run_primary}
-            (run_draft_vocab if args.what == "draft-vocab" else runs[args.what])(args)
+            runs = {
+                "answers": run_answers,
+                "text": run_text,
+                "primary": run_primary,
+                "draft-vocab": run_draft_vocab,
+            }
+            runs[args.what](args)
         elif args.command in ("train", "eval-draft"):
             from specdec.cli.train import run_eval, run_export, run_train
 

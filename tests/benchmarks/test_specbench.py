@@ -34,9 +34,12 @@ def test_bench_runs_every_method_and_writes_reports(tmp_path, tiny_model_dir):
     args = (
         f"bench --model {tiny_model_dir} --drafters prompt-lookup,first-1 --heuristic-for first-1 "
         f"--spec-bench {questions} --per-task 1 --limit 3 --max-new-tokens 8 --out {out} --markdown {md}"
+        " --device cpu --dtype float32"
     ).split()
     assert main(args) == 0
     report = json.loads(out.read_text())
+    assert (report["config"]["device"], report["config"]["dtype"]) == ("cpu", "float32")
+    assert "(float32 on cpu)" in md.read_text()
     methods = [
         "hf-plain",
         "ours-plain",
@@ -93,6 +96,14 @@ def test_sampled_bench_compares_verify_rules_against_seeded_plain_decoding(tmp_p
         assert r["tokens"][: len(first)] == first and len(r["tokens"]) >= len(first) + 2
     assert "3 samples per prompt" in md.read_text()
     assert main([*args[: args.index("--temperature")], "--num-samples", "2"]) == 2  # greedy: one sample
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without a GPU")
+def test_a_device_this_machine_lacks_is_a_clear_error(tmp_path, tiny_model_dir, capsys):
+    questions = write_questions(tmp_path / "q.jsonl", per_category=1)
+    args = f"bench --model {tiny_model_dir} --spec-bench {questions} --limit 1 --device cuda".split()
+    assert main(args) == 2
+    assert "not available on this machine" in capsys.readouterr().err
 
 
 def test_missing_prompts_file_is_a_clear_error(tmp_path, tiny_model_dir, capsys):

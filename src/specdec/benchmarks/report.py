@@ -140,10 +140,11 @@ def write_markdown(report: dict, path: Path) -> None:
         f"Raw per-prompt records: `{report['json_path']}`.",
         "",
         f"- machine: {m['cpu']} ({', '.join(m.get('cpu_features', [])) or 'no AVX2'}), {m['cores']} cores "
-        f"({m['torch_threads']} torch threads), no GPU",
+        f"({m['torch_threads']} torch threads), {m.get('gpu') or 'no GPU'}",
         f"- versions: Python {m['python']}, torch {m['torch']}, transformers {m['transformers']}",
         f"- date: {m['date']}; command: `{m['command']}`",
-        f"- target: {cfg['model']} (fp32); {cfg['prompts']} Spec-Bench prompts ({cfg['per_task']} per task, "
+        f"- target: {cfg['model']} ({cfg.get('dtype', 'float32')} on {cfg.get('device', 'cpu')}); "
+        f"{cfg['prompts']} Spec-Bench prompts ({cfg['per_task']} per task, "
         f"first turn, chat template), max_new_tokens={cfg['max_new_tokens']}, {cfg['decoding']}"
         + (f", {cfg['num_samples']} samples per prompt" if cfg.get("num_samples", 1) > 1 else ""),
         "",

@@ -23,7 +23,7 @@ from specdec.benchmarks.report import machine_info, summarize, write_markdown
 from specdec.decoders import PlainDecoding, SpeculativeSampling
 from specdec.drafters import ModelDrafter, PromptLookupDrafter, make_drafter
 from specdec.errors import InvalidArgumentError
-from specdec.models import load_model
+from specdec.models import load_model, resolve_device, resolve_dtype
 from specdec.pipeline import Pipeline
 
 DEFAULT_DRAFTERS = "prompt-lookup,int8,first-2,smollm2-135m-draft"
@@ -70,6 +70,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--verify",
         default="coupled",
         help="SpS verify rules to run when sampling: coupled, rejection or both",
+    )
+    parser.add_argument(
+        "--device", default="cpu", help="where the target and model drafters run: cpu, cuda, cuda:N"
+    )
+    parser.add_argument(
+        "--dtype",
+        default="float32",
+        help="weights' dtype; greedy equality with HF plain is checked per prompt (the identical column)",
     )
     parser.add_argument("--spec-bench", type=Path, default=None, help="path to Spec-Bench question.jsonl")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/specbench.json"))
@@ -169,10 +177,12 @@ class Runner:
                 kwargs["assistant_model"] = drafter.model
             else:
                 raise ValueError(f"no HF equivalent for drafter {method.drafter}")
-        ids = torch.tensor([prompt_ids])
+        ids = torch.tensor([prompt_ids], device=self.model.device)
         start = time.perf_counter()
         with torch.inference_mode():
             out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **kwargs)
+        if ids.device.type == "cuda":  # kernels run asynchronously: time them, not their launch
+            torch.cuda.synchronize(ids.device)
         elapsed = time.perf_counter() - start
         return {"tokens": out[0, len(prompt_ids) :].tolist(), "time": elapsed, "stats": None}
 
@@ -186,9 +196,11 @@ def run_from_args(args: argparse.Namespace) -> dict:
         return _write(report, args.from_json, args.markdown)
     path = args.spec_bench or spec_bench_path()
     prompts = load_spec_bench(path, args.per_task)[: args.limit]
-    loaded = load_model(args.model, cache_dir=args.cache_dir)
+    device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
+    loaded = load_model(args.model, cache_dir=args.cache_dir, device=device, dtype=dtype)
+    placement = {"cache_dir": args.cache_dir, "device": device, "dtype": dtype}
     drafters = {
-        spec: make_drafter(spec, loaded.model, loaded.tokenizer, cache_dir=args.cache_dir)
+        spec: make_drafter(spec, loaded.model, loaded.tokenizer, **placement)
         for spec in args.drafters.split(",")
         if spec
     }
@@ -227,6 +239,8 @@ def run_from_args(args: argparse.Namespace) -> dict:
         "machine": machine_info(),
         "config": {
             "model": loaded.source,
+            "device": str(device),
+            "dtype": str(dtype).removeprefix("torch."),
             "drafters": list(drafters),
             "prompts": len(prompts),
             "num_samples": args.num_samples,

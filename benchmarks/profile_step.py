@@ -28,7 +28,14 @@ from specdec.drafters import ModelDrafter, make_drafter
 from specdec.engine import Engine
 from specdec.models import load_model
 
-LINEAR_OPS = ("mkldnn::_linear_pointwise", "aten::addmm", "aten::mm", "aten::linear", "aten::matmul")
+LINEAR_OPS = (
+    "mkldnn::_linear_pointwise",
+    "mkl::_mkl_linear",
+    "aten::addmm",
+    "aten::mm",
+    "aten::linear",
+    "aten::matmul",
+)
 
 
 def engine_for(spec: str, target) -> Engine:
@@ -43,9 +50,9 @@ def engine_for(spec: str, target) -> Engine:
     if spec == "target":
         engine = Engine(target.model, pack_weights=False if variant else None)
     else:
-        engine = make_drafter(spec, target.model, target.tokenizer).engine
+        drafter = make_drafter(spec, target.model, target.tokenizer)
+        engine = drafter.engine
         if variant:  # a model drafter's model, unpacked
-            drafter = make_drafter(spec, target.model, target.tokenizer)
             engine = ModelDrafter(drafter.model, vocab=drafter.vocab, pack_weights=False).engine
     if variant:
         engine.model = torch.compile(engine.model, dynamic=True)

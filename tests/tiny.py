@@ -129,15 +129,15 @@ def make_oracle_tandem(primary, noise: float = 0.0, seed: int = 0):
 def random_answers_file(path, count: int, seed: int = 0):
     """An answers file (as `specdec data answers` writes) of ``count`` random 6-token prompts with
     20-token answers, ids below 300: training data for tiny-model CLI tests."""
-    import json
+    from specdec.training.answers import TargetAnswer, write_answers
 
     generator = torch.Generator().manual_seed(seed)
-    rows = [
-        {
-            "prompt_ids": torch.randint(3, 300, (6,), generator=generator).tolist(),
-            "answer_ids": torch.randint(3, 300, (20,), generator=generator).tolist(),
-        }
+    answers = [
+        TargetAnswer(
+            torch.randint(3, 300, (6,), generator=generator).tolist(),
+            torch.randint(3, 300, (20,), generator=generator).tolist(),
+        )
         for _ in range(count)
     ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_answers(path, answers)
     return path

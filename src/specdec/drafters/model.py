@@ -203,9 +203,7 @@ class ModelDrafter(Drafter):
             nodes = list(range(n)) if feedback.path is None else feedback.path[row, :n].tolist()
             m = next((j for j, node in enumerate(nodes) if node != j or node >= chain), len(nodes))
             kept_chain.append(m)
-            tails.append(
-                [int(feedback.path[row, j]) for j in range(m, n)] if feedback.path is not None else []
-            )
+            tails.append(nodes[m:])
         self.engine.rollback((fed - torch.tensor(kept_chain)).clamp(min=0))
         self.unseen = [
             [*self._last[row, fed:m].tolist(), *(self._tree_tokens[row, tails[row]].tolist()), t]

@@ -59,6 +59,8 @@ def write_vocab_file(folder: Path, counts: Counter, provenance: dict) -> Path:
 def top_tokens(folder: Path, size: int, always: Sequence[int] = ()) -> torch.Tensor:
     """The ``size`` most frequent token ids of ``folder``'s vocabulary file (plus ``always``, e.g. EOS),
     sorted ascending."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise InvalidArgumentError(f"the trimmed vocabulary needs size >= 1, got {size!r}")
     path = Path(folder) / VOCAB_FILE
     if not path.is_file():
         raise DataNotFoundError(
@@ -66,8 +68,6 @@ def top_tokens(folder: Path, size: int, always: Sequence[int] = ()) -> torch.Ten
             f"`specdec data draft-vocab --answers FILE --output {folder}`"
         )
     ranked = json.loads(path.read_text())["token_ids"]
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise InvalidArgumentError(f"the trimmed vocabulary needs size >= 1, got {size!r}")
     keep = set(ranked[:size]) | {int(t) for t in always if t is not None}
     return torch.tensor(sorted(keep), dtype=torch.long)
 

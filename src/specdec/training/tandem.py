@@ -43,7 +43,6 @@ from specdec.training.trainer import (
 ARCHITECTURES = ("tandem", "draft")
 PRESETS = ("ce", "distil")
 EVAL_GAMMAS = (3, 5, 7)
-STATE_FILE = TRAINER_STATE_FILE
 
 
 @dataclass
@@ -175,9 +174,9 @@ def evaluate_on_cache(
 
 def _branch(checkpoint: Path, output: Path) -> None:
     """Start ``output`` from another run's ``checkpoint-K``: the checkpoint and that run's log up to K."""
-    if not (checkpoint / STATE_FILE).is_file():
+    if not (checkpoint / TRAINER_STATE_FILE).is_file():
         raise InvalidArgumentError(f"--branch-from expects a checkpoint-K folder of a run, got {checkpoint}")
-    step = int(torch.load(checkpoint / STATE_FILE, weights_only=False)["step"])
+    step = int(torch.load(checkpoint / TRAINER_STATE_FILE, weights_only=False)["step"])
     shutil.copytree(checkpoint, output / checkpoint.name)
     log = checkpoint.parent / "log.jsonl"
     lines = log.read_text().splitlines() if log.is_file() else []

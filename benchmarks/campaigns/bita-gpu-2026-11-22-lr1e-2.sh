@@ -2,7 +2,9 @@
 # The two lr 1e-2 runs of the BiTA GPU campaign (session 2026-11-22c), as they were sent through the
 # device tool after bita-gpu-2026-11-22.sh (same machine, /tmp/site and answers already in place):
 # deep (after deep at 3e-2 collapsed; shipped as smollm2-135m-bita) with a 420 s limit, then none with
-# the 270 s that was left (stopped at step 401 of 450). Usage: KIND=deep LIMIT=420 bash this-file
+# the 270 s that was left (stopped at step 401 of 450). One change from what was sent: the last
+# checkpoint is picked with sort -V (the sent command's sort brought back checkpoint-50).
+# Usage: KIND=deep LIMIT=420 bash this-file
 set -uo pipefail
 KIND=${KIND:-deep}
 LIMIT=${LIMIT:-420}

@@ -5,7 +5,7 @@ import torch
 
 from specdec.benchmarks.data import SPEC_BENCH_TASKS, load_spec_bench
 from specdec.benchmarks.report import bootstrap_interval
-from specdec.benchmarks.specbench import plan_methods, rotated
+from specdec.benchmarks.specbench import plan_methods, rotated, static_cache_length
 from specdec.cli.main import main
 from specdec.drafters import ModelDrafter, PromptLookupDrafter
 from tiny import make_llama
@@ -153,3 +153,25 @@ def test_bootstrap_interval():
     assert bootstrap_interval(records([0.5, 1.0, 0.75, 1.5, 0.25]), base) == pytest.approx([2.0, 2.0])
     low, high = bootstrap_interval(records([0.4, 1.4, 0.9, 2.6, 0.6]), base)
     assert low < 8.0 / 5.9 < high and high - low > 0.05  # spread from prompts that gain unequally
+
+
+def test_hf_static_compile_baseline_reproduces_hf_plain(tmp_path, tiny_model_dir):
+    """--hf-compile adds HF's static cache + compiled decoding step; its output is HF plain's, and the
+    warm-up that pays the compile is reported."""
+    questions = write_questions(tmp_path / "q.jsonl", per_category=1)
+    out, md = tmp_path / "bench.json", tmp_path / "BENCH.md"
+    args = (
+        f"bench --model {tiny_model_dir} --drafters prompt-lookup --heuristic-for none --hf-compile "
+        f"--spec-bench {questions} --per-task 1 --limit 2 --max-new-tokens 8 --out {out} --markdown {md}"
+    ).split()
+    assert main(args) == 0
+    report = json.loads(out.read_text())
+    assert list(report["summary"])[:3] == ["hf-plain", "hf-static-compile", "ours-plain"]
+    assert report["summary"]["hf-static-compile"]["identical_to_reference"] == 1.0
+    assert set(report["warm_up_seconds"]) == {m for m in report["summary"] if not m.startswith("_")}
+    assert "includes packing and compile" in md.read_text()
+
+
+def test_one_static_cache_length_holds_every_prompt():
+    assert static_cache_length([10, 300, 129], 128) == 512
+    assert static_cache_length([128], 128) == 256

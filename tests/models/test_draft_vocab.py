@@ -79,6 +79,10 @@ def test_cli_counts_tokens_and_vocab_spec_builds_a_trimmed_drafter(tmp_path, tin
     assert target.model.config.eos_token_id in drafter.vocab.tolist()
     tree = make_drafter(f"tree-2:vocab-16:{tiny_model_dir}", target.model, target.tokenizer)
     assert tree.tree_width == 2 and torch.equal(tree.vocab, drafter.vocab)
+    cheap = make_drafter(f"bf16:vocab-16:{tiny_model_dir}", target.model, target.tokenizer)
+    assert cheap.model.dtype == torch.bfloat16 and torch.equal(cheap.vocab, drafter.vocab)
+    assert cheap.engine.model.dtype == torch.bfloat16
+    assert target.model.dtype == torch.float32  # the target keeps its own precision
     with pytest.raises(InvalidArgumentError, match="vocab-N:MODEL with N >= 1"):
         make_drafter(f"vocab-0:{tiny_model_dir}", target.model, target.tokenizer)
     (tiny_model_dir / VOCAB_FILE).unlink()

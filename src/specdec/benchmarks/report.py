@@ -147,6 +147,7 @@ def write_markdown(report: dict, path: Path) -> None:
         f"{cfg['prompts']} Spec-Bench prompts ({cfg['per_task']} per task, "
         f"first turn, chat template), max_new_tokens={cfg['max_new_tokens']}, {cfg['decoding']}"
         + (f", {cfg['num_samples']} samples per prompt" if cfg.get("num_samples", 1) > 1 else ""),
+        *_warm_up_lines(report.get("warm_up_seconds", {})),
         "",
         f"## Spec-Bench ({cfg['decoding']}), all methods in one run",
         "",
@@ -191,6 +192,14 @@ def write_markdown(report: dict, path: Path) -> None:
         )
     lines += _draft_eval_lines(report.get("draft_evals", []))
     path.write_text("\n".join(lines) + "\n")
+
+
+def _warm_up_lines(warm_up: dict[str, float]) -> list[str]:
+    """The first (untimed) call of each method: allocation, weight packing and any compilation."""
+    if not warm_up:
+        return []
+    cells = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in warm_up.items())
+    return [f"- warm-up (one 8-token call per method before timing; includes packing and compile): {cells}"]
 
 
 def _draft_eval_lines(evals: list[dict]) -> list[str]:

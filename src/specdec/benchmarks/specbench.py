@@ -1,7 +1,8 @@
 """``specdec bench``: Spec-Bench speed of every method, side by side, in one run.
 
 All methods see the same prompts (first turns, chat template applied) and the same
-max_new_tokens, greedy: HF ``generate`` (plain), HF assisted generation with the same drafts, our
+max_new_tokens, greedy: HF ``generate`` (plain; with ``--hf-compile`` also with HF's static cache and
+compiled decoding step), HF assisted generation with the same drafts, our
 plain decoding and our speculative sampling with each drafter. They run interleaved prompt by
 prompt, in an order rotated from one prompt to the next, so machine drift and warm caches hit them
 alike. Ratios, not absolute times, are the result, each with a bootstrap interval over prompts.
@@ -10,12 +11,14 @@ alike. Ratios, not absolute times, are the result, each with a bootstrap interva
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from transformers import CompileConfig, StaticCache
 
 from specdec.benchmarks.data import load_spec_bench, spec_bench_path
 from specdec.benchmarks.progress import progress_bar
@@ -32,7 +35,7 @@ DEFAULT_DRAFTERS = "prompt-lookup,int8,first-2,smollm2-135m-draft"
 @dataclass(frozen=True)
 class BenchMethod:
     name: str
-    kind: str  # "hf-plain", "hf-assisted", "plain" or "sps"
+    kind: str  # "hf-plain", "hf-static-compile", "hf-assisted", "plain" or "sps"
     drafter: str | None = None
     gamma: str = "adaptive"
     verify: str = "coupled"
@@ -50,6 +53,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="drafters also run with HF's +2/-1 γ rule, to compare with the adaptive policy",
     )
     parser.add_argument("--no-hf", action="store_true", help="skip the HF transformers baselines")
+    parser.add_argument(
+        "--hf-compile",
+        action="store_true",
+        help="also run HF generate with a static cache and its decoding step under torch.compile "
+        "(transformers' CompileConfig defaults; the compile happens in the warm-up, whose time is reported)",
+    )
     parser.add_argument(
         "--router-gamma-max", type=int, default=8, help="the γ cap of drafters with a block-length router"
     )
@@ -113,10 +122,13 @@ def plan_methods(
     with_hf: bool,
     verify: tuple[str, ...] = ("coupled",),
     router_gamma_max: int = 8,
+    hf_compile: bool = False,
 ) -> list[BenchMethod]:
     """Every method of the run. A drafter with its own block-length router (``tandem+router:``) runs at
     a fixed γ_max that the router cuts short; every other drafter under the adaptive γ policy."""
     methods = [BenchMethod("hf-plain", "hf-plain")] if with_hf else []
+    if with_hf and hf_compile:
+        methods.append(BenchMethod("hf-static-compile", "hf-static-compile"))
     methods += [BenchMethod("ours-plain", "plain")]
     for spec, drafter in drafters.items():
         if with_hf and has_hf_equivalent(drafter):
@@ -141,9 +153,19 @@ def rotated(methods: list[BenchMethod], turn: int) -> list[BenchMethod]:
 class Runner:
     """Holds the models and drafters once; runs one method on one prompt."""
 
-    def __init__(self, model, tokenizer, drafters: dict, sampling: dict, num_samples: int = 1):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        drafters: dict,
+        sampling: dict,
+        num_samples: int = 1,
+        static_cache_len: int = 0,
+    ):
         self.model, self.tokenizer, self.sampling = model, tokenizer, sampling
         self.pipe, self.drafters, self.num_samples = Pipeline(model, tokenizer), drafters, num_samples
+        self.static_cache_len = static_cache_len
+        self._compiled = None
 
     def run(self, method: BenchMethod, prompt_ids: list[int], max_new_tokens: int, seed: int = 0) -> dict:
         if method.kind.startswith("hf"):
@@ -169,6 +191,13 @@ class Runner:
         kwargs = dict(
             max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=self.tokenizer.pad_token_id
         )
+        model = self.model
+        if method.kind == "hf-static-compile":
+            model = self._compiled = self._compiled or compiled_decoding(self.model)
+            # One cache length for every prompt: its shape is what the compiled step specialises on.
+            kwargs["past_key_values"] = StaticCache(
+                config=self.model.config, max_cache_len=self.static_cache_len
+            )
         if method.kind == "hf-assisted":
             drafter = self.drafters[method.drafter]
             if isinstance(drafter, PromptLookupDrafter):
@@ -180,11 +209,41 @@ class Runner:
         ids = torch.tensor([prompt_ids], device=self.model.device)
         start = time.perf_counter()
         with torch.inference_mode():
-            out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **kwargs)
+            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **kwargs)
         if ids.device.type == "cuda":  # kernels run asynchronously: time them, not their launch
             torch.cuda.synchronize(ids.device)
         elapsed = time.perf_counter() - start
         return {"tokens": out[0, len(prompt_ids) :].tolist(), "time": elapsed, "stats": None}
+
+
+def compiled_decoding(model):
+    """HF's compiled configuration: a view of ``model`` whose one-token (decoding) forwards run under
+    ``torch.compile`` with transformers' ``CompileConfig`` defaults, prefill eager, as ``generate``
+    does by itself on GPUs with a static cache (on CPU it only does so behind a private flag)."""
+    config = CompileConfig()
+    compiled = torch.compile(
+        model.forward,
+        fullgraph=config.fullgraph,
+        dynamic=config.dynamic,
+        backend=config.backend,
+        mode=config.mode,
+        options=config.options,
+    )
+    eager = model.forward
+
+    def forward(*args, **kwargs):
+        ids = kwargs.get("input_ids")
+        return (compiled if ids is not None and ids.shape[1] == 1 else eager)(*args, **kwargs)
+
+    view = copy.copy(model)  # shares every module and weight; only ``forward`` differs
+    view.forward = forward
+    return view
+
+
+def static_cache_length(prompt_lengths: list[int], max_new_tokens: int, multiple: int = 256) -> int:
+    """The one static cache length that holds every prompt and its answer, rounded up."""
+    longest = max(prompt_lengths) + max_new_tokens
+    return -(-longest // multiple) * multiple
 
 
 def run_from_args(args: argparse.Namespace) -> dict:
@@ -212,23 +271,27 @@ def run_from_args(args: argparse.Namespace) -> dict:
     # HF samples with its own random stream: its texts and speed under sampling are not comparable.
     with_hf = not args.no_hf and not sampled
     heuristic_for = [d for d in args.heuristic_for.split(",") if d]
-    methods = plan_methods(drafters, heuristic_for, with_hf, verify, args.router_gamma_max)
-    runner = Runner(loaded.model, loaded.tokenizer, drafters, sampling, args.num_samples)
-    encode = loaded.tokenizer.apply_chat_template
-    warm = encode([{"role": "user", "content": "Hello!"}], add_generation_prompt=True, tokenize=True)
-    warm = list(warm["input_ids"] if hasattr(warm, "keys") else warm)
+    methods = plan_methods(drafters, heuristic_for, with_hf, verify, args.router_gamma_max, args.hf_compile)
 
-    records = []
+    def encode(text: str) -> list[int]:
+        ids = loaded.tokenizer.apply_chat_template(
+            [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True
+        )
+        return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+
+    warm, encoded = encode("Hello!"), [encode(p["prompt"]) for p in prompts]
+    cache_len = static_cache_length([len(ids) for ids in [warm, *encoded]], args.max_new_tokens)
+    runner = Runner(loaded.model, loaded.tokenizer, drafters, sampling, args.num_samples, cache_len)
+
+    records, warm_up = [], {}
     with progress_bar() as progress:
         task = progress.add_task("warm-up", total=len(methods) * (len(prompts) + 1))
-        for method in methods:  # warm-up: first calls pay one-time allocation and packing costs
+        for method in methods:  # warm-up: first calls pay one-time allocation, packing and compile costs
+            start = time.perf_counter()
             runner.run(method, warm, 8)
+            warm_up[method.name] = time.perf_counter() - start
             progress.advance(task)
-        for turn, prompt in enumerate(prompts):
-            ids = encode(
-                [{"role": "user", "content": prompt["prompt"]}], add_generation_prompt=True, tokenize=True
-            )
-            ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+        for turn, (prompt, ids) in enumerate(zip(prompts, encoded, strict=True)):
             for method in rotated(methods, turn):
                 progress.update(task, description=f"prompt {turn + 1}/{len(prompts)} {method.name}")
                 result = runner.run(method, ids, args.max_new_tokens, seed=prompt["question_id"])
@@ -253,6 +316,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
             ),
             "spec_bench": str(path),
         },
+        "warm_up_seconds": warm_up,
         "summary": summarize(records, [m.name for m in methods]),
         "draft_evals": [json.loads(path.read_text()) | {"file": str(path)} for path in args.eval_report],
         "json_path": str(args.out),

@@ -33,8 +33,13 @@ DRAFTER_SPECS = (
     "or auto: the shape `specdec eval-bita` chose on this machine), "
     "or a model name / directory / .gguf file (an independent small model with the same tokenizer; "
     "tree-K:MODEL drafts a top-K tree with it; vocab-N:MODEL computes its logits for the N tokens "
-    "the target writes most often only, from the draft folder's draft_vocab.json)"
+    "the target writes most often only, from the draft folder's draft_vocab.json; bf16:MODEL or "
+    "fp16:MODEL loads it in that precision: a cheaper draft, the same exact verification)"
 )
+
+
+# A draft's precision only changes how often it is accepted, never what the target emits.
+DRAFT_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 
 
 def make_drafter(
@@ -75,8 +80,12 @@ def make_drafter(
             shape = chosen_tree_shape(folder)
         return BiTADrafter(adapter, shape, name=spec)
     width, size, name = 1, None, spec
-    while True:  # prefixes of a model drafter, in any order: tree-K:, vocab-N:
+    while True:  # prefixes of a model drafter, in any order: tree-K:, vocab-N:, bf16: / fp16:
         head, sep, rest = spec.partition(":")
+        if sep and head in DRAFT_DTYPES:
+            load_kwargs = {**load_kwargs, "dtype": DRAFT_DTYPES[head]}
+            spec = rest
+            continue
         if not sep or not head.startswith(("tree-", "vocab-")):
             break
         kind, _, number = head.partition("-")

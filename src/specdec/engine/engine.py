@@ -129,7 +129,7 @@ class Engine:
     Args:
         model: any transformers causal LM with full or sliding-window attention.
         pack_weights: use prepacked batch-invariant linear kernels (a packed copy of the model);
-            ``None`` means "when supported" (fp32 on CPU).
+            ``None`` means "when supported" (fp32 on CPU; bf16 on CPUs with oneDNN bf16 kernels).
     """
 
     def __init__(self, model: PreTrainedModel, *, pack_weights: bool | None = None):
@@ -137,7 +137,10 @@ class Engine:
         if pack_weights is None:
             pack_weights = packing_supported(model)
         elif pack_weights and not packing_supported(model):
-            raise InvalidArgumentError("pack_weights=True needs an fp32 model on CPU with oneDNN available")
+            raise InvalidArgumentError(
+                "pack_weights=True needs an fp32 model (or bf16 where oneDNN has bf16 kernels for this CPU) "
+                "on CPU with oneDNN available"
+            )
         self.model = pack_linear_layers(model) if pack_weights else model
         self.config = model.config
         self.max_positions = context_size(model)

@@ -1,4 +1,4 @@
-"""Batch-invariant, prepacked fp32 linear layers for CPU inference.
+"""Batch-invariant, prepacked fp32 / bf16 linear layers for CPU inference.
 
 On CPU, MKL's default GEMM is slow for the 2-8 row inputs that speculative verification feeds
 (it repacks the weight on every call), and its result for a given row depends on how many rows
@@ -7,6 +7,11 @@ near-tie. oneDNN's prepacked linear (the kernel inductor uses under ``freezing``
 weight once, is up to 3x faster for small M, and computes each row identically whatever M is.
 We swap modules on a *copy* of the model, the same way quantizers replace ``nn.Linear``; the
 user's model and transformers' code stay untouched.
+
+bf16 weights are packed too where oneDNN computes bf16 on this CPU (AVX-512 BF16 / AMX, or AVX-512
+emulation): half the bytes per step, which is what a memory-bound decode step costs. Reduced precision
+is never a silent default: a draft in bf16 (``bf16:MODEL``) changes only how often it is accepted, a
+bf16 target is the user's choice of target (``--dtype bfloat16``).
 """
 
 from __future__ import annotations
@@ -21,15 +26,16 @@ _PACK_HINT = 6
 
 
 def packing_supported(model: nn.Module) -> bool:
-    """Packing pays (and is exact) only for fp32 weights on CPU with oneDNN available."""
+    """Packing needs weights on CPU with oneDNN available: fp32 anywhere, bf16 where oneDNN has bf16
+    kernels for this CPU (on an AVX2-only CPU bf16 would be emulated far slower than fp32)."""
     param = next(model.parameters(), None)
-    return (
-        param is not None
-        and param.device.type == "cpu"
-        and param.dtype == torch.float32
-        and torch.backends.mkldnn.is_available()
-        and hasattr(torch.ops.mkldnn, "_linear_pointwise")
-    )
+    if param is None or param.device.type != "cpu":
+        return False
+    if not (torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")):
+        return False
+    if param.dtype == torch.bfloat16:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    return param.dtype == torch.float32
 
 
 class PackedLinear(nn.Module):

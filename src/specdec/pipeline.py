@@ -60,7 +60,9 @@ def eos_token_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | N
 class Pipeline:
     """A target model (and optional drafter) ready to generate.
 
-    The engine (and its packed weights) is built once here and reused by every call.
+    The engine (and its packed weights) is built once here and reused by every call. ``compile``:
+    the target's decoding and verify steps run as static-shape ``torch.compile`` graphs
+    (:meth:`specdec.engine.Engine.compile_steps`); a drafter's own engine opts in the same way.
     """
 
     def __init__(
@@ -70,6 +72,7 @@ class Pipeline:
         *,
         drafter: Drafter | None = None,
         pack_weights: bool | None = None,
+        compile: bool = False,
     ):
         if not isinstance(model, PreTrainedModel):
             raise InvalidArgumentError(
@@ -80,8 +83,9 @@ class Pipeline:
                 f"drafter must be a specdec Drafter (see make_drafter), got {drafter!r}"
             )
         check_flag("pack_weights", pack_weights)
+        check_flag("compile", compile, allow_none=False)
         self.model, self.tokenizer = model, tokenizer
-        self.engine = Engine(model, pack_weights=pack_weights)
+        self.engine = Engine(model, pack_weights=pack_weights, compile=compile)
         self.drafter = drafter
         if drafter is not None:
             drafter.validate(model, tokenizer)

@@ -155,21 +155,42 @@ def test_bootstrap_interval():
     assert low < 8.0 / 5.9 < high and high - low > 0.05  # spread from prompts that gain unequally
 
 
-def test_hf_static_compile_baseline_reproduces_hf_plain(tmp_path, tiny_model_dir):
-    """--hf-compile adds HF's static cache + compiled decoding step; its output is HF plain's, and the
-    warm-up that pays the compile is reported."""
+def test_compiled_baselines_and_engines_reproduce_hf_plain(tmp_path, tiny_model_dir):
+    """--hf-compile adds HF's static cache + compiled decoding step, --engine eager,fast our methods on
+    compiled engines too; every output is HF plain's, and the warm-ups that pay the compiles are
+    reported."""
     questions = write_questions(tmp_path / "q.jsonl", per_category=1)
     out, md = tmp_path / "bench.json", tmp_path / "BENCH.md"
     args = (
-        f"bench --model {tiny_model_dir} --drafters prompt-lookup --heuristic-for none --hf-compile "
-        f"--spec-bench {questions} --per-task 1 --limit 2 --max-new-tokens 8 --out {out} --markdown {md}"
+        f"bench --model {tiny_model_dir} --drafters prompt-lookup,first-1 --heuristic-for none --hf-compile "
+        f"--engine eager,fast --spec-bench {questions} --per-task 1 --limit 2 --max-new-tokens 8 "
+        f"--out {out} --markdown {md}"
     ).split()
     assert main(args) == 0
     report = json.loads(out.read_text())
-    assert list(report["summary"])[:3] == ["hf-plain", "hf-static-compile", "ours-plain"]
-    assert report["summary"]["hf-static-compile"]["identical_to_reference"] == 1.0
+    assert [m for m in report["summary"] if not m.startswith("_")] == [
+        "hf-plain",
+        "hf-static-compile",
+        "ours-plain",
+        "ours-plain[fast]",
+        "hf-assisted[prompt-lookup]",
+        "ours-sps[prompt-lookup]",
+        "ours-sps[prompt-lookup, fast]",
+        "hf-assisted[first-1]",
+        "ours-sps[first-1]",
+        "ours-sps[first-1, fast]",
+    ]
+    assert all(s["identical_to_reference"] == 1.0 for k, s in report["summary"].items() if k[0] != "_")
+    assert report["config"]["engines"] == ["eager", "fast"]
     assert set(report["warm_up_seconds"]) == {m for m in report["summary"] if not m.startswith("_")}
     assert "includes packing and compile" in md.read_text()
+
+
+def test_unknown_engine_is_a_clear_error(tmp_path, tiny_model_dir, capsys):
+    questions = write_questions(tmp_path / "q.jsonl", per_category=1)
+    args = f"bench --model {tiny_model_dir} --spec-bench {questions} --limit 1 --engine turbo".split()
+    assert main(args) == 2
+    assert "--engine takes eager and/or fast" in capsys.readouterr().err
 
 
 def test_one_static_cache_length_holds_every_prompt():

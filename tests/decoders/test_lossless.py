@@ -93,3 +93,22 @@ def test_a_drafter_with_a_shorter_context_hands_over_to_plain_steps(tok):
     out = pipe.generate(prompt, method=SpeculativeSampling(4), max_new_tokens=200)
     assert out.token_ids == plain.token_ids and out.finish_reasons == ["context"]
     assert out.stats.accepted_tokens > 0  # it did draft while it could
+
+
+def test_compiled_engines_keep_greedy_and_seeded_output(tok, cached):
+    """Static-shape compiled steps (target and draft engines) change speed only: the same tokens as
+    eager plain decoding, greedy and seeded-sampled."""
+    from specdec.decoders import PlainDecoding
+    from specdec.drafters import ModelDrafter
+    from specdec.pipeline import Pipeline
+
+    drafter = ModelDrafter(make_llama(len(tok), seed=7), tok)
+    drafter.engine.compile_steps()
+    pipe = Pipeline(cached.target, tok, drafter=drafter, compile=True)
+    for options in ({}, SAMPLING):
+        plain = cached.plain(PROMPTS, max_new_tokens=24, **options)
+        for method in (PlainDecoding(), SpeculativeSampling(3), SpeculativeSampling("adaptive")):
+            assert (
+                pipe.generate(PROMPTS, method=method, max_new_tokens=24, **options).token_ids
+                == plain.token_ids
+            )

@@ -90,6 +90,48 @@ def test_block_and_single_steps_agree():
     torch.testing.assert_close(blocked, stepped, rtol=1e-5, atol=1e-5)
 
 
+def test_compiled_static_steps_match_eager_steps():
+    """A compiled engine's blocks (full-capacity masks, slot indices as a tensor) compute what the
+    eager engine computes, through padding rows, a tree block, rollback, compaction and growth; the
+    prefill and blocks wider than STATIC_WIDTHS stay eager."""
+    from specdec.engine.engine import STATIC_WIDTHS
+
+    model = make_llama(VOCAB, seed=2, hidden=64)
+    x = torch.randint(3, VOCAB, (2, 60), generator=torch.Generator().manual_seed(0))
+    eager, compiled = Engine(model), Engine(model, compile=True)
+    calls = []
+    compiled.compiled = _counting(compiled.compiled, calls)
+    tree = torch.tensor([[1, 0, 0], [1, 1, 0], [1, 0, 1]], dtype=torch.bool)
+    pad = torch.tensor([[True, True, True], [True, False, False]])
+    for engine in (eager, compiled):
+        engine.reset(2, 16)
+    outs = {id(e): [] for e in (eager, compiled)}
+    for engine in (eager, compiled):
+        log = outs[id(engine)]
+        log.append(engine.extend(x[:, :10]).logits)  # prefill: eager in both
+        log.append(engine.extend(x[:, 10:11]).logits)
+        log.append(engine.extend(x[:, 11:14], token_mask=pad).logits)
+        log.append(engine.extend(x[:, 14:17], tree_mask=tree).logits)
+        engine.keep(torch.tensor([[True, False, True], [True, True, False]]))
+        engine.rollback(torch.tensor([1, 0]))
+        for i in range(17, 40, 4):  # past the first capacity: compaction and growth on the way
+            log.append(engine.extend(x[:, i : i + 4]).logits)
+            engine.rollback(1)
+        log.append(engine.extend(x[:, 40 : 41 + STATIC_WIDTHS]).logits)  # too wide: eager
+    for got, want in zip(outs[id(compiled)], outs[id(eager)], strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert torch.equal(compiled.valid, eager.valid) and compiled.length == eager.length
+    assert len(calls) == len(outs[id(eager)]) - 2  # all but the prefill and the too-wide block
+
+
+def _counting(fn, calls):
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return fn(*args, **kwargs)
+
+    return counted
+
+
 def test_left_padded_batch_matches_single_rows(model):
     a, b = tokens(9, seed=3)[0].tolist(), tokens(5, seed=4)[0].tolist()
     engine = Engine(model)

@@ -39,6 +39,7 @@ class BenchMethod:
     drafter: str | None = None
     gamma: str = "adaptive"
     verify: str = "coupled"
+    engine: str = "eager"  # "fast": the target's (and a model drafter's) steps compiled
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,6 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="drafters also run with HF's +2/-1 γ rule, to compare with the adaptive policy",
     )
     parser.add_argument("--no-hf", action="store_true", help="skip the HF transformers baselines")
+    parser.add_argument(
+        "--engine",
+        default="eager",
+        help="our engines to run, comma-separated: eager (default) and/or fast (static-shape steps "
+        "under torch.compile, for the target and model drafters; compile time shows in the warm-up)",
+    )
     parser.add_argument(
         "--hf-compile",
         action="store_true",
@@ -123,24 +130,34 @@ def plan_methods(
     verify: tuple[str, ...] = ("coupled",),
     router_gamma_max: int = 8,
     hf_compile: bool = False,
+    engines: tuple[str, ...] = ("eager",),
 ) -> list[BenchMethod]:
     """Every method of the run. A drafter with its own block-length router (``tandem+router:``) runs at
-    a fixed γ_max that the router cuts short; every other drafter under the adaptive γ policy."""
+    a fixed γ_max that the router cuts short; every other drafter under the adaptive γ policy. Our
+    methods run once per engine; the eager engine's rows keep their plain names."""
     methods = [BenchMethod("hf-plain", "hf-plain")] if with_hf else []
     if with_hf and hf_compile:
         methods.append(BenchMethod("hf-static-compile", "hf-static-compile"))
-    methods += [BenchMethod("ours-plain", "plain")]
+    for engine in engines:
+        tag = "" if engine == "eager" else f", {engine}"
+        methods.append(BenchMethod("ours-plain" + (f"[{engine}]" if tag else ""), "plain", engine=engine))
     for spec, drafter in drafters.items():
         if with_hf and has_hf_equivalent(drafter):
             methods.append(BenchMethod(f"hf-assisted[{spec}]", "hf-assisted", spec))
         routed = getattr(drafter, "router", None) is not None
         cap = f", γ ≤ {router_gamma_max}" if routed else ""
-        for rule in verify:
-            suffix = ("" if rule == "coupled" else f", {rule}") + cap
-            gamma = str(router_gamma_max) if routed else "adaptive"
-            methods.append(BenchMethod(f"ours-sps[{spec}{suffix}]", "sps", spec, gamma, verify=rule))
-        if spec in heuristic_for:
-            methods.append(BenchMethod(f"ours-sps[{spec}, +2/-1]", "sps", spec, "heuristic"))
+        for engine in engines:
+            tag = "" if engine == "eager" else f", {engine}"
+            for rule in verify:
+                suffix = ("" if rule == "coupled" else f", {rule}") + cap + tag
+                gamma = str(router_gamma_max) if routed else "adaptive"
+                methods.append(
+                    BenchMethod(f"ours-sps[{spec}{suffix}]", "sps", spec, gamma, verify=rule, engine=engine)
+                )
+            if spec in heuristic_for:
+                methods.append(
+                    BenchMethod(f"ours-sps[{spec}, +2/-1{tag}]", "sps", spec, "heuristic", engine=engine)
+                )
     return methods
 
 
@@ -161,9 +178,15 @@ class Runner:
         sampling: dict,
         num_samples: int = 1,
         static_cache_len: int = 0,
+        fast_drafters: dict | None = None,
     ):
         self.model, self.tokenizer, self.sampling = model, tokenizer, sampling
-        self.pipe, self.drafters, self.num_samples = Pipeline(model, tokenizer), drafters, num_samples
+        self.drafters, self.num_samples = drafters, num_samples
+        self.pipes = {"eager": Pipeline(model, tokenizer)}
+        self.engine_drafters = {"eager": drafters}
+        if fast_drafters is not None:
+            self.pipes["fast"] = Pipeline(model, tokenizer, compile=True)
+            self.engine_drafters["fast"] = fast_drafters
         self.static_cache_len = static_cache_len
         self._compiled = None
 
@@ -171,9 +194,9 @@ class Runner:
         if method.kind.startswith("hf"):
             return self._run_hf(method, prompt_ids, max_new_tokens)
         if method.kind == "plain":
-            pipe, decoding = self.pipe, PlainDecoding()
+            pipe, decoding = self.pipes[method.engine], PlainDecoding()
         else:
-            pipe = self.pipe.with_drafter(self.drafters[method.drafter])
+            pipe = self.pipes[method.engine].with_drafter(self.engine_drafters[method.engine][method.drafter])
             gamma = int(method.gamma) if method.gamma.isdigit() else method.gamma
             decoding = SpeculativeSampling(gamma, method.verify)
         out = pipe.generate(
@@ -253,6 +276,9 @@ def run_from_args(args: argparse.Namespace) -> dict:
         report["summary"] = summarize(report["records"], methods)
         report["json_path"] = str(args.from_json)
         return _write(report, args.from_json, args.markdown)
+    engines = tuple(e for e in args.engine.split(",") if e)
+    if not engines or set(engines) - {"eager", "fast"}:
+        raise InvalidArgumentError(f"--engine takes eager and/or fast, comma-separated; got {args.engine!r}")
     path = args.spec_bench or spec_bench_path()
     prompts = load_spec_bench(path, args.per_task)[: args.limit]
     device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
@@ -271,7 +297,17 @@ def run_from_args(args: argparse.Namespace) -> dict:
     # HF samples with its own random stream: its texts and speed under sampling are not comparable.
     with_hf = not args.no_hf and not sampled
     heuristic_for = [d for d in args.heuristic_for.split(",") if d]
-    methods = plan_methods(drafters, heuristic_for, with_hf, verify, args.router_gamma_max, args.hf_compile)
+    fast_drafters = None
+    if "fast" in engines:  # drafters hold per-run state: the fast rows get their own, compiled
+        fast_drafters = {
+            spec: make_drafter(spec, loaded.model, loaded.tokenizer, **placement) for spec in drafters
+        }
+        for drafter in fast_drafters.values():
+            if isinstance(drafter, ModelDrafter):
+                drafter.engine.compile_steps()
+    methods = plan_methods(
+        drafters, heuristic_for, with_hf, verify, args.router_gamma_max, args.hf_compile, engines
+    )
 
     def encode(text: str) -> list[int]:
         ids = loaded.tokenizer.apply_chat_template(
@@ -281,7 +317,9 @@ def run_from_args(args: argparse.Namespace) -> dict:
 
     warm, encoded = encode("Hello!"), [encode(p["prompt"]) for p in prompts]
     cache_len = static_cache_length([len(ids) for ids in [warm, *encoded]], args.max_new_tokens)
-    runner = Runner(loaded.model, loaded.tokenizer, drafters, sampling, args.num_samples, cache_len)
+    runner = Runner(
+        loaded.model, loaded.tokenizer, drafters, sampling, args.num_samples, cache_len, fast_drafters
+    )
 
     records, warm_up = [], {}
     with progress_bar() as progress:
@@ -305,6 +343,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
             "device": str(device),
             "dtype": str(dtype).removeprefix("torch."),
             "drafters": list(drafters),
+            "engines": list(engines),
             "prompts": len(prompts),
             "num_samples": args.num_samples,
             "per_task": args.per_task,

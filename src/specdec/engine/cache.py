@@ -39,6 +39,11 @@ class SlotLayer(CacheLayerMixin):
     def update(self, key_states, value_states, *args, **kwargs):
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
+        slots = self.owner.slots
+        if slots is not None:  # static shapes: write at the given slots, read every slot (the mask decides)
+            self.keys.index_copy_(2, slots, key_states)
+            self.values.index_copy_(2, slots, value_states)
+            return self.keys, self.values
         start = self.owner.write_start
         end = start + key_states.shape[-2]
         self.keys[:, :, start:end] = key_states
@@ -47,6 +52,8 @@ class SlotLayer(CacheLayerMixin):
         return self.keys[:, :, first:end], self.values[:, :, first:end]
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        if self.owner.slots is not None:
+            return self.owner.capacity, 0
         return self.owner.write_start + query_length, 0
 
     def get_seq_length(self) -> int:
@@ -86,6 +93,9 @@ class SlotCache(Cache):
         self.capacity = capacity
         self.write_start = 0
         self.read_start = 0  # attention reads slots read_start .. (skipping reserved slots no query sees)
+        # Set for a static-shape (compiled) step: the slot index of each new token, a tensor so the
+        # step's graph does not depend on where in the cache it writes; reads then span the capacity.
+        self.slots: torch.Tensor | None = None
         super().__init__(layers=[SlotLayer(self) for _ in range(num_layers)])
 
     def gather_slots(self, index: torch.Tensor) -> None:

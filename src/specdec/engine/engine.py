@@ -28,6 +28,7 @@ from specdec.models.surgery import decoder_layers
 _ROLLBACK_LAYER_TYPES = {"full_attention", "sliding_attention"}
 _MASKABLE_ATTENTION = {"sdpa", "eager"}
 _NO_POSITION = 2**40  # key position of reserved slots: later than any query, inside every window
+STATIC_WIDTHS = 16  # widest block a compiled engine runs as a static-shape step (verify blocks, trees)
 
 
 @dataclass
@@ -130,9 +131,13 @@ class Engine:
         model: any transformers causal LM with full or sliding-window attention.
         pack_weights: use prepacked batch-invariant linear kernels (a packed copy of the model);
             ``None`` means "when supported" (fp32 on CPU; bf16 on CPUs with oneDNN bf16 kernels).
+        compile: run blocks of up to ``STATIC_WIDTHS`` tokens as static-shape steps under
+            ``torch.compile`` (:meth:`compile_steps`); prefills and blocks with given layer inputs or
+            embeddings stay eager. Off by default: on a 2-core CPU it saved 4-10 % of a target step
+            for ~30-50 s of compiling (``benchmarks/COMPILE_PROBE.md``).
     """
 
-    def __init__(self, model: PreTrainedModel, *, pack_weights: bool | None = None):
+    def __init__(self, model: PreTrainedModel, *, pack_weights: bool | None = None, compile: bool = False):
         check_rollback_support(model)
         if pack_weights is None:
             pack_weights = packing_supported(model)
@@ -147,6 +152,18 @@ class Engine:
         self.device = next(model.parameters()).device
         self._takes_logits_to_keep = "logits_to_keep" in inspect.signature(self.model.forward).parameters
         self.cache: SlotCache | None = None
+        self.compiled: nn.Module | None = None
+        if compile:
+            self.compile_steps()
+
+    def compile_steps(self) -> None:
+        """Run blocks of up to ``STATIC_WIDTHS`` tokens through ``torch.compile`` from now on.
+
+        The same modules and weights under inductor, with symbolic width and capacity: one graph for
+        one-token steps (dynamo specialises sizes of 1) and one for every wider block, compiled on
+        first use and kept in inductor's on-disk cache for the next process.
+        """
+        self.compiled = torch.compile(self.model, dynamic=True)
 
     # -- state ---------------------------------------------------------------------------------
     @torch.inference_mode()
@@ -303,15 +320,36 @@ class Engine:
         if asks:
             past = past.clone()
             past[..., : self.reserved] = sees_reserved.to(self.device, torch.bool)[:, :, None]
-        mask = torch.cat([past, block], dim=-1)[:, None]
-        key_pos = torch.cat([self.slot_pos[:, first : self.length], positions], dim=-1)
-
         start = self.length
+        static = (
+            self.compiled is not None
+            and model is None
+            and not layer_inputs
+            and embeds is None
+            and width <= STATIC_WIDTHS
+            and self.cache.layers[0].is_initialized  # a first (eager) forward allocated the buffers
+        )
+        if static:
+            # Every input fixed in shape for (batch, width, capacity): the mask spans the whole cache
+            # (free and rolled-back slots masked out) and the new tokens' slots come as a tensor.
+            mask = torch.zeros(batch, width, self.cache.capacity, dtype=torch.bool, device=self.device)
+            mask[..., first : self.length] = past
+            mask[..., start : start + width] = block
+            mask = mask[:, None]
+            key_pos = self.slot_pos.clone()
+            key_pos[:, start : start + width] = positions
+            self.cache.slots = torch.arange(start, start + width, device=self.device)
+        else:
+            mask = torch.cat([past, block], dim=-1)[:, None]
+            key_pos = torch.cat([self.slot_pos[:, first : self.length], positions], dim=-1)
+
         self.cache.write_start, self.cache.read_start = start, first
         kwargs = {}
         if self._takes_logits_to_keep and num_logits is not None:
             kwargs["logits_to_keep"] = num_logits
         runner = self.model if model is None else model
+        if static:
+            runner = self.compiled
         given = given_layer_inputs(runner, layer_inputs, layer_input_mask) if layer_inputs else nullcontext()
         if embeds is None:
             inputs = {"input_ids": tokens}
@@ -321,16 +359,19 @@ class Engine:
             if embeds_mask is not None:
                 given_embeds = torch.where(embeds_mask.to(own.device)[..., None], given_embeds, own)
             inputs = {"inputs_embeds": given_embeds}
-        with given:
-            out = runner(
-                **inputs,
-                position_ids=positions,
-                attention_mask=attention_masks(self.config, self.model.dtype, mask, positions, key_pos),
-                past_key_values=self.cache,
-                use_cache=True,
-                output_hidden_states=bool(hidden_layers),
-                **kwargs,
-            )
+        try:
+            with given:
+                out = runner(
+                    **inputs,
+                    position_ids=positions,
+                    attention_mask=attention_masks(self.config, self.model.dtype, mask, positions, key_pos),
+                    past_key_values=self.cache,
+                    use_cache=True,
+                    output_hidden_states=bool(hidden_layers),
+                    **kwargs,
+                )
+        finally:
+            self.cache.slots = None
         self.valid[:, start : start + width] = token_mask
         self.slot_pos[:, start : start + width] = positions
         self.length = start + width

@@ -17,6 +17,8 @@ bf16 target is the user's choice of target (``--dtype bfloat16``).
 from __future__ import annotations
 
 import copy
+import itertools
+import weakref
 
 import torch
 from torch import nn
@@ -38,6 +40,25 @@ def packing_supported(model: nn.Module) -> bool:
     return param.dtype == torch.float32
 
 
+# Packed layers by handle, for the compiled path: torch.compile cannot trace a oneDNN-packed weight
+# (an opaque tensor with no storage), so a compiled graph calls the kernel through a custom op that
+# names its layer by an int. Weak values: a discarded model frees its layers as usual.
+_LAYERS: weakref.WeakValueDictionary[int, PackedLinear] = weakref.WeakValueDictionary()
+_HANDLES = itertools.count()
+
+
+@torch.library.custom_op("specdec::packed_linear", mutates_args=())
+def packed_linear(x: torch.Tensor, handle: int) -> torch.Tensor:
+    """The packed layer ``handle`` applied to ``x``: one opaque op inside a compiled graph."""
+    layer = _LAYERS[handle]
+    return torch.ops.mkldnn._linear_pointwise(x, layer.packed_weight, layer.bias, "none", [], "")
+
+
+@packed_linear.register_fake
+def _(x: torch.Tensor, handle: int) -> torch.Tensor:
+    return x.new_empty(*x.shape[:-1], _LAYERS[handle].out_features)
+
+
 class PackedLinear(nn.Module):
     """Inference-only replacement for ``nn.Linear`` holding a oneDNN-prepacked weight."""
 
@@ -48,8 +69,12 @@ class PackedLinear(nn.Module):
         self.register_buffer("packed_weight", torch.ops.mkldnn._reorder_linear_weight(weight, _PACK_HINT))
         bias = None if linear.bias is None else linear.bias.detach().clone()
         self.register_buffer("bias", bias)
+        self.handle = next(_HANDLES)
+        _LAYERS[self.handle] = self
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.compiler.is_compiling():  # the same kernel, seen by the compiler as one opaque op
+            return packed_linear(x, self.handle)
         return torch.ops.mkldnn._linear_pointwise(x, self.packed_weight, self.bias, "none", [], "")
 
     def extra_repr(self) -> str:

@@ -156,14 +156,22 @@ class Engine:
         if compile:
             self.compile_steps()
 
-    def compile_steps(self) -> None:
+    def compile_steps(self, warm_up: bool = True) -> None:
         """Run blocks of up to ``STATIC_WIDTHS`` tokens through ``torch.compile`` from now on.
 
         The same modules and weights under inductor, with symbolic width and capacity: one graph for
-        one-token steps (dynamo specialises sizes of 1) and one for every wider block, compiled on
-        first use and kept in inductor's on-disk cache for the next process.
+        one-token steps (dynamo specialises sizes of 1) and one for every wider block, kept in
+        inductor's on-disk cache for the next process. ``warm_up`` compiles both now, on a scratch
+        one-row batch, so no generation pays a compile midway (batches of several rows, and passes
+        returning hidden states, compile on first use).
         """
         self.compiled = torch.compile(self.model, dynamic=True)
+        if warm_up and self.cache is None:
+            self.reset(1, 8)
+            self.extend(torch.zeros(1, 2, dtype=torch.long, device=self.device))  # eager: allocates
+            self.extend(torch.zeros(1, 1, dtype=torch.long, device=self.device))
+            self.extend(torch.zeros(1, 2, dtype=torch.long, device=self.device))
+            self.cache = None
 
     # -- state ---------------------------------------------------------------------------------
     @torch.inference_mode()
@@ -345,8 +353,8 @@ class Engine:
 
         self.cache.write_start, self.cache.read_start = start, first
         kwargs = {}
-        if self._takes_logits_to_keep and num_logits is not None:
-            kwargs["logits_to_keep"] = num_logits
+        if self._takes_logits_to_keep and num_logits is not None and not static:
+            kwargs["logits_to_keep"] = num_logits  # a static step computes them all: one graph fewer
         runner = self.model if model is None else model
         if static:
             runner = self.compiled

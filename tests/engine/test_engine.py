@@ -434,3 +434,17 @@ def test_ordinary_tokens_in_a_pass_that_reads_reserved_slots_change_by_rounding_
     tree = torch.ones(5, 5, dtype=torch.bool).tril()
     got = engine.extend(block, tree_mask=tree, sees_reserved=asks).logits[:, :4]
     assert (got - expected).abs().max() < 1e-5
+
+
+def test_a_model_torch_compile_cannot_compile_is_a_clear_error(monkeypatch):
+    import specdec.engine.engine as engine_module
+
+    def failing(model, **kwargs):
+        def run(*args, **kw):
+            raise RuntimeError("inductor lowering failed")
+
+        return run
+
+    monkeypatch.setattr(engine_module.torch, "compile", failing)
+    with pytest.raises(InvalidArgumentError, match="compile=False"):
+        Engine(make_llama(VOCAB, seed=2), compile=True)

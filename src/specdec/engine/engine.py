@@ -168,10 +168,17 @@ class Engine:
         self.compiled = torch.compile(self.model, dynamic=True)
         if warm_up and self.cache is None:
             self.reset(1, 8)
-            self.extend(torch.zeros(1, 2, dtype=torch.long, device=self.device))  # eager: allocates
-            self.extend(torch.zeros(1, 1, dtype=torch.long, device=self.device))
-            self.extend(torch.zeros(1, 2, dtype=torch.long, device=self.device))
-            self.cache = None
+            try:
+                for width in (2, 1, 2):  # the first is eager (it allocates the cache), then both graphs
+                    self.extend(torch.zeros(1, width, dtype=torch.long, device=self.device))
+            except RuntimeError as err:  # dynamo / inductor failures are RuntimeErrors
+                self.compiled = None
+                raise InvalidArgumentError(
+                    f"torch.compile could not compile {type(self.model).__name__}'s step "
+                    f"({type(err).__name__}); use the eager engine (compile=False)"
+                ) from err
+            finally:
+                self.cache = None
 
     # -- state ---------------------------------------------------------------------------------
     @torch.inference_mode()

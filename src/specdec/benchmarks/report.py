@@ -148,6 +148,15 @@ def write_markdown(report: dict, path: Path) -> None:
         f"first turn, chat template), max_new_tokens={cfg['max_new_tokens']}, {cfg['decoding']}"
         + (f", {cfg['num_samples']} samples per prompt" if cfg.get("num_samples", 1) > 1 else ""),
         *_warm_up_lines(report.get("warm_up_seconds", {})),
+        *(
+            [
+                f"- fast engines built in {report['compile_seconds']:.1f} s (target and model drafters: "
+                "weight packing and both compiled graphs each, with inductor's on-disk cache as this "
+                "machine had it)"
+            ]
+            if report.get("compile_seconds") is not None
+            else []
+        ),
         "",
         f"## Spec-Bench ({cfg['decoding']}), all methods in one run",
         "",

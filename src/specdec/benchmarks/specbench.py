@@ -297,7 +297,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
     # HF samples with its own random stream: its texts and speed under sampling are not comparable.
     with_hf = not args.no_hf and not sampled
     heuristic_for = [d for d in args.heuristic_for.split(",") if d]
-    fast_drafters = None
+    fast_drafters, started = None, time.perf_counter()
     if "fast" in engines:  # drafters hold per-run state: the fast rows get their own, compiled
         fast_drafters = {
             spec: make_drafter(spec, loaded.model, loaded.tokenizer, **placement) for spec in drafters
@@ -320,6 +320,8 @@ def run_from_args(args: argparse.Namespace) -> dict:
     runner = Runner(
         loaded.model, loaded.tokenizer, drafters, sampling, args.num_samples, cache_len, fast_drafters
     )
+    # The fast engines compile their graphs as they are built (the eager ones only pack weights).
+    compile_s = time.perf_counter() - started if fast_drafters is not None else None
 
     records, warm_up = [], {}
     with progress_bar() as progress:
@@ -356,6 +358,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
             "spec_bench": str(path),
         },
         "warm_up_seconds": warm_up,
+        "compile_seconds": compile_s,
         "summary": summarize(records, [m.name for m in methods]),
         "draft_evals": [json.loads(path.read_text()) | {"file": str(path)} for path in args.eval_report],
         "json_path": str(args.out),

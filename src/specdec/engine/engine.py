@@ -165,6 +165,10 @@ class Engine:
         one-row batch, so no generation pays a compile midway (batches of several rows, and passes
         returning hidden states, compile on first use).
         """
+        # Every compiled model's graphs share one dynamo cache (transformers' forward wrapper is one
+        # function for all models of a kind), whose default limit of 8 entries a target and a draft
+        # with two graphs each, in two batch shapes, already reach; past it dynamo runs eagerly.
+        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
         self.compiled = torch.compile(self.model, dynamic=True)
         if warm_up and self.cache is None:
             self.reset(1, 8)
@@ -354,6 +358,7 @@ class Engine:
             key_pos = self.slot_pos.clone()
             key_pos[:, start : start + width] = positions
             self.cache.slots = torch.arange(start, start + width, device=self.device)
+            tokens = tokens.clone()  # an inference tensor, as every other input: one graph, not two
         else:
             mask = torch.cat([past, block], dim=-1)[:, None]
             key_pos = torch.cat([self.slot_pos[:, first : self.length], positions], dim=-1)

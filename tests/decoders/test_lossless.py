@@ -95,20 +95,19 @@ def test_a_drafter_with_a_shorter_context_hands_over_to_plain_steps(tok):
     assert out.stats.accepted_tokens > 0  # it did draft while it could
 
 
-def test_compiled_engines_keep_greedy_and_seeded_output(tok, cached):
+def test_compiled_engines_keep_greedy_and_seeded_output(tok):
     """Static-shape compiled steps (target and draft engines) change speed only: the same tokens as
-    eager plain decoding, greedy and seeded-sampled."""
+    eager plain decoding, greedy and seeded-sampled (one architecture: compiling is the slow part)."""
     from specdec.decoders import PlainDecoding
     from specdec.drafters import ModelDrafter
     from specdec.pipeline import Pipeline
 
+    target = make_llama(len(tok), seed=0, layers=4)
     drafter = ModelDrafter(make_llama(len(tok), seed=7), tok)
     drafter.engine.compile_steps()
-    pipe = Pipeline(cached.target, tok, drafter=drafter, compile=True)
+    pipe, eager = Pipeline(target, tok, drafter=drafter, compile=True), Pipeline(target, tok)
     for options in ({}, SAMPLING):
-        plain = cached.plain(PROMPTS, max_new_tokens=24, **options)
+        plain = eager.generate(PROMPTS, method="plain", max_new_tokens=24, **options)
         for method in (PlainDecoding(), SpeculativeSampling(3), SpeculativeSampling("adaptive")):
-            assert (
-                pipe.generate(PROMPTS, method=method, max_new_tokens=24, **options).token_ids
-                == plain.token_ids
-            )
+            out = pipe.generate(PROMPTS, method=method, max_new_tokens=24, **options)
+            assert out.token_ids == plain.token_ids

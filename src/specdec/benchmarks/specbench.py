@@ -58,7 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--engine",
         default="eager",
         help="our engines to run, comma-separated: eager (default) and/or fast (static-shape steps "
-        "under torch.compile, for the target and model drafters; compile time shows in the warm-up)",
+        "under torch.compile, for the target and model drafters; the time to build them, compiles "
+        "included, is reported)",
     )
     parser.add_argument(
         "--hf-compile",

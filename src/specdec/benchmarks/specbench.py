@@ -182,7 +182,7 @@ class Runner:
         fast_drafters: dict | None = None,
     ):
         self.model, self.tokenizer, self.sampling = model, tokenizer, sampling
-        self.drafters, self.num_samples = drafters, num_samples
+        self.num_samples = num_samples
         self.pipes = {"eager": Pipeline(model, tokenizer)}
         self.engine_drafters = {"eager": drafters}
         if fast_drafters is not None:
@@ -223,7 +223,7 @@ class Runner:
                 config=self.model.config, max_cache_len=self.static_cache_len
             )
         if method.kind == "hf-assisted":
-            drafter = self.drafters[method.drafter]
+            drafter = self.engine_drafters["eager"][method.drafter]
             if isinstance(drafter, PromptLookupDrafter):
                 kwargs["prompt_lookup_num_tokens"] = 10  # HF's documented setting
             elif isinstance(drafter, ModelDrafter):

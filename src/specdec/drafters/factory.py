@@ -39,7 +39,7 @@ DRAFTER_SPECS = (
 
 
 # A draft's precision only changes how often it is accepted, never what the target emits.
-DRAFT_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
+DRAFT_DTYPES = ("bf16", "fp16")  # names load_model's dtype takes as they are
 
 
 def make_drafter(
@@ -83,7 +83,7 @@ def make_drafter(
     while True:  # prefixes of a model drafter, in any order: tree-K:, vocab-N:, bf16: / fp16:
         head, sep, rest = spec.partition(":")
         if sep and head in DRAFT_DTYPES:
-            load_kwargs = {**load_kwargs, "dtype": DRAFT_DTYPES[head]}
+            load_kwargs = {**load_kwargs, "dtype": head}
             spec = rest
             continue
         if not sep or not head.startswith(("tree-", "vocab-")):

@@ -5,11 +5,11 @@ wall time of:
 
 - ``engine``: our eager ``Engine.extend`` + rollback (packed oneDNN linears, slot cache, masks over
   the slots in use) — what every decoder runs today;
-- ``static eager``: the same model forward with every input fixed in shape — the cache read over its
-  full capacity, a [1, 1, W, capacity] mask, keys/values written with ``index_copy_`` at slot indices
-  given as a tensor — run eagerly;
+- ``static eager``: the same model forward with every input fixed in shape — the slot cache in its
+  static mode (read over its full capacity, keys/values written with ``index_copy_`` at slot indices
+  given as a tensor), a [1, 1, W, capacity] mask — run eagerly;
 - ``static compiled``: that function under ``torch.compile(dynamic=False, fullgraph=True)`` (inductor),
-  the packed linears kept as an opaque ``torch.library`` custom op (inductor cannot lower oneDNN's
+  the packed linears kept as the opaque ``specdec::packed_linear`` op (inductor cannot lower oneDNN's
   packed weight, and its own GEMMs are neither faster at these sizes nor batch-invariant);
 - ``lean layers``: the decoder layers called one by one with precomputed rotary tables and mask
   (transformers' own modules, no model-level wrappers) — the "lean per-layer driver" option.
@@ -30,92 +30,27 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from transformers.cache_utils import Cache, CacheLayerMixin
 
 from specdec.benchmarks.report import machine_info
 from specdec.drafters import make_drafter
-from specdec.engine import Engine, PackedLinear, pack_linear_layers
+from specdec.engine import Engine, pack_linear_layers
+from specdec.engine.cache import SlotCache
 from specdec.models import load_model
 from specdec.models.draft_vocab import trim_output_head
 
 CAPACITY, CONTEXT = 512, 256
-_PACKED: list[tuple[torch.Tensor, torch.Tensor | None, int]] = []  # handle -> packed weight, bias, out
-
-
-@torch.library.custom_op("specdec_probe::packed_linear", mutates_args=())
-def packed_linear(x: torch.Tensor, handle: int) -> torch.Tensor:
-    weight, bias, _ = _PACKED[handle]
-    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
-
-
-@packed_linear.register_fake
-def _(x: torch.Tensor, handle: int) -> torch.Tensor:
-    return x.new_empty(*x.shape[:-1], _PACKED[handle][2])
-
-
-class OpaqueLinear(nn.Module):
-    """A :class:`PackedLinear` that torch.compile sees as one opaque op (the weight by handle: the
-    packed oneDNN tensor has no storage a fake tensor could stand in for)."""
-
-    def __init__(self, packed: PackedLinear):
-        super().__init__()
-        self.handle = len(_PACKED)
-        _PACKED.append((packed.packed_weight, packed.bias, packed.out_features))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return packed_linear(x, self.handle)
-
-
-class StaticLayer(CacheLayerMixin):
-    """Full-capacity buffers; a forward writes at ``owner.slots`` and reads everything (mask decides)."""
-
-    is_compileable, is_sliding = True, False
-
-    def __init__(self, owner: StaticCache, shape: tuple[int, ...], dtype: torch.dtype):
-        super().__init__()
-        self.owner = owner
-        self.keys, self.values = torch.zeros(shape, dtype=dtype), torch.zeros(shape, dtype=dtype)
-        self.is_initialized = True
-
-    def lazy_initialization(self, key_states, value_states) -> None:
-        pass
-
-    def update(self, key_states, value_states, *args, **kwargs):
-        self.keys.index_copy_(2, self.owner.slots, key_states)
-        self.values.index_copy_(2, self.owner.slots, value_states)
-        return self.keys, self.values
-
-    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-        return self.keys.shape[2], 0
-
-    def get_seq_length(self) -> int:
-        return 0
-
-    def get_max_length(self) -> int:
-        return self.keys.shape[2]
-
-
-class StaticCache(Cache):
-    def __init__(self, config, dtype: torch.dtype):
-        head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-        shape = (1, config.num_key_value_heads, CAPACITY, head_dim)
-        super().__init__(layers=[StaticLayer(self, shape, dtype) for _ in range(config.num_hidden_layers)])
-        self.slots = torch.zeros(1, dtype=torch.long)
 
 
 def models_for(spec: str, target) -> tuple[Engine, nn.Module]:
-    """Our engine for ``spec``, and a packed copy of the same model with opaque linears."""
+    """Our engine for ``spec``, and a packed copy of the same model (its linears compile as one opaque
+    op, ``specdec::packed_linear``)."""
     if spec == "target":
         model, engine = target.model, Engine(target.model)
     else:
         drafter = make_drafter(spec, target.model, target.tokenizer)
         engine = drafter.engine
         model = drafter.model if drafter.vocab is None else trim_output_head(drafter.model, drafter.vocab)
-    opaque = pack_linear_layers(model)
-    for name, module in list(opaque.named_modules()):
-        if isinstance(module, PackedLinear):
-            opaque.set_submodule(name, OpaqueLinear(module))
-    return engine, opaque
+    return engine, pack_linear_layers(model)
 
 
 def median_ms(fn, steps: int) -> float:
@@ -134,7 +69,7 @@ def probe(spec: str, target, widths: list[int], steps: int) -> dict:
     engine, model = models_for(spec, target)
     vocab = min(2000, model.config.vocab_size)
     context = torch.randint(3, vocab, (1, CONTEXT), generator=torch.Generator().manual_seed(0))
-    cache = StaticCache(model.config, model.dtype)
+    cache = SlotCache(model.config.num_hidden_layers, CAPACITY)  # with ``slots`` set: static shapes
 
     def step(ids, positions, mask):
         kwargs = {"logits_to_keep": 1} if ids.shape[1] == 1 else {}

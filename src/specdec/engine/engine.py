@@ -133,8 +133,9 @@ class Engine:
             ``None`` means "when supported" (fp32 on CPU; bf16 on CPUs with oneDNN bf16 kernels).
         compile: run blocks of up to ``STATIC_WIDTHS`` tokens as static-shape steps under
             ``torch.compile`` (:meth:`compile_steps`); prefills and blocks with given layer inputs or
-            embeddings stay eager. Off by default: on a 2-core CPU it saved 4-10 % of a target step
-            for 50-110 s of compiling (``benchmarks/COMPILE_PROBE.md``, ``FAST_PATH_BENCH.md``).
+            embeddings stay eager. Off by default: on a 2-core CPU it saved 4 % of a target step
+            (10 % for a 4-token block in one run) for 50-110 s of compiling
+            (``benchmarks/COMPILE_PROBE.md``, ``FAST_PATH_BENCH.md``).
     """
 
     def __init__(self, model: PreTrainedModel, *, pack_weights: bool | None = None, compile: bool = False):

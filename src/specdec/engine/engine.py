@@ -13,6 +13,7 @@ import inspect
 from collections.abc import Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 from torch import nn
@@ -20,6 +21,7 @@ from transformers import PretrainedConfig, PreTrainedModel
 
 from specdec.engine.cache import SlotCache
 from specdec.engine.kernels import pack_linear_layers, packing_supported
+from specdec.engine.lean import lean_forward, lean_forward_matches
 from specdec.engine.memory import check_fits, kv_bytes_per_slot
 from specdec.errors import CacheMemoryError, InvalidArgumentError, PromptError, UnsupportedCacheError
 from specdec.models.surgery import decoder_layers
@@ -136,9 +138,19 @@ class Engine:
             embeddings stay eager. Off by default: on a 2-core CPU it saved 4 % of a target step
             (10 % for a 4-token block in one run) for 50-110 s of compiling
             (``benchmarks/COMPILE_PROBE.md``, ``FAST_PATH_BENCH.md``).
+        lean: run plain blocks through :func:`~specdec.engine.lean.lean_forward` (the model's own
+            modules without transformers' per-call wrappers); ``None`` means "when it gives this
+            model's logits bit for bit", checked on a probe at construction.
     """
 
-    def __init__(self, model: PreTrainedModel, *, pack_weights: bool | None = None, compile: bool = False):
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        *,
+        pack_weights: bool | None = None,
+        compile: bool = False,
+        lean: bool | None = None,
+    ):
         check_rollback_support(model)
         if pack_weights is None:
             pack_weights = packing_supported(model)
@@ -151,7 +163,16 @@ class Engine:
         self.config = model.config
         self.max_positions = context_size(model)
         self.device = next(model.parameters()).device
+        self.dtype = self.model.dtype  # a property that walks the parameters: read once, not per step
         self._takes_logits_to_keep = "logits_to_keep" in inspect.signature(self.model.forward).parameters
+        matches = lean is not False and lean_forward_matches(
+            self.model, partial(attention_masks, self.config, self.dtype)
+        )
+        if lean and not matches:
+            raise InvalidArgumentError(
+                f"the lean forward does not reproduce {type(model).__name__}'s logits: use lean=None or False"
+            )
+        self.lean = matches
         self.cache: SlotCache | None = None
         self.compiled: nn.Module | None = None
         if compile:
@@ -170,6 +191,7 @@ class Engine:
         # function for all models of a kind), whose default limit of 8 entries a target and a draft
         # with two graphs each, in two batch shapes, already reach; past it dynamo runs eagerly.
         torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
+        torch._dynamo.config.specialize_float = True
         self.compiled = torch.compile(self.model, dynamic=True)
         if warm_up and self.cache is None:
             self.reset(1, 8)
@@ -219,7 +241,7 @@ class Engine:
                 f"reserved states must be {self.config.num_hidden_layers} (key, value) pairs of "
                 f"{self.reserved} slots each"
             )
-        batch, dtype = self.batch_size, self.model.dtype
+        batch, dtype = self.batch_size, self.dtype
         self.cache.write(
             0,
             [
@@ -239,7 +261,7 @@ class Engine:
 
     def check_fits(self, rows: int, capacity: int) -> None:
         """Raise :class:`~specdec.errors.CacheMemoryError` before allocating more than the device holds."""
-        check_fits(rows, capacity, kv_bytes_per_slot(self.config, self.model.dtype), self.device)
+        check_fits(rows, capacity, kv_bytes_per_slot(self.config, self.dtype), self.device)
 
     def start(
         self,
@@ -380,25 +402,33 @@ class Engine:
             if embeds_mask is not None:
                 given_embeds = torch.where(embeds_mask.to(own.device)[..., None], given_embeds, own)
             inputs = {"inputs_embeds": given_embeds}
+        masks = attention_masks(self.config, self.dtype, mask, positions, key_pos)
+        # The plain case (no other stack, given inputs or hidden states) skips transformers' wrappers.
+        plain = model is None and not layer_inputs and embeds is None and not hidden_layers
+        lean = self.lean and plain and not static
         try:
-            with given:
-                out = runner(
-                    **inputs,
-                    position_ids=positions,
-                    attention_mask=attention_masks(self.config, self.model.dtype, mask, positions, key_pos),
-                    past_key_values=self.cache,
-                    use_cache=True,
-                    output_hidden_states=bool(hidden_layers),
-                    **kwargs,
-                )
+            if lean:
+                logits = lean_forward(self.model, tokens, positions, masks, self.cache, num_logits)
+                hidden = {}
+            else:
+                with given:
+                    out = runner(
+                        **inputs,
+                        position_ids=positions,
+                        attention_mask=masks,
+                        past_key_values=self.cache,
+                        use_cache=True,
+                        output_hidden_states=bool(hidden_layers),
+                        **kwargs,
+                    )
+                logits = out.logits if num_logits is None else out.logits[:, -num_logits:]
+                hidden = {i: out.hidden_states[i] for i in hidden_layers}
         finally:
             self.cache.slots = None
         self.valid[:, start : start + width] = token_mask
         self.slot_pos[:, start : start + width] = positions
         self.length = start + width
         self._block = (start, width)
-        logits = out.logits if num_logits is None else out.logits[:, -num_logits:]
-        hidden = {i: out.hidden_states[i] for i in hidden_layers}
         return ExtendOutput(logits=logits, hidden_states=hidden)
 
     def prefill(

@@ -1,0 +1,93 @@
+"""A lean forward: the model's own embedding, rotary, decoder layers, norm and head, called in turn.
+
+A two-layer draft's step is so small that what transformers wraps around the layers (output
+capture hooks, config-default merging, mask and cache bookkeeping, output dataclasses) costs a
+sizeable share of it. This driver calls the same modules in the order the model's forward does,
+with the masks the engine already built, so it computes the same thing with less Python around it.
+It assumes that order, so an engine uses it for a model only after :func:`lean_forward_matches`
+found its logits bit-for-bit equal to the model's own forward on a probe; anything else (another
+layout, extra scaling, soft-capping, a forward that raises) keeps the model's forward.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from specdec.engine.cache import SlotCache
+
+
+def has_lean_layout(model: nn.Module) -> bool:
+    """``model.model`` holds ``embed_tokens``, ``rotary_emb``, ``layers`` and ``norm``; ``model.lm_head``."""
+    inner = getattr(model, "model", None)
+    return hasattr(model, "lm_head") and all(
+        hasattr(inner, name) for name in ("embed_tokens", "rotary_emb", "layers", "norm")
+    )
+
+
+def lean_forward(
+    model: nn.Module,
+    input_ids: torch.Tensor,
+    position_ids: torch.Tensor,
+    attention_mask: torch.Tensor | dict[str, torch.Tensor],
+    cache: SlotCache,
+    num_logits: int | None = None,
+) -> torch.Tensor:
+    """Logits ``[B, T or num_logits, V]`` for a block; the layers write its keys/values into ``cache``.
+
+    ``attention_mask`` is what :func:`specdec.engine.engine.attention_masks` returns: one 4D mask,
+    or one per layer type for models whose layers differ (full / sliding attention).
+    """
+    inner, config = model.model, model.config
+    layer_types = getattr(config, "layer_types", None)
+    hidden = inner.embed_tokens(input_ids)
+    rotary = inner.rotary_emb(hidden, position_ids)
+    # zip, not ``layers[:n]``: slicing a ModuleList builds a new one on every step.
+    for index, layer in zip(range(config.num_hidden_layers), inner.layers, strict=False):
+        mask = attention_mask[layer_types[index]] if isinstance(attention_mask, dict) else attention_mask
+        hidden = layer(
+            hidden,
+            attention_mask=mask,
+            position_ids=position_ids,
+            past_key_values=cache,
+            use_cache=True,
+            position_embeddings=rotary,
+        )
+    hidden = inner.norm(hidden)
+    return model.lm_head(hidden if num_logits is None else hidden[:, -num_logits:])
+
+
+@torch.inference_mode()
+def lean_forward_matches(model: nn.Module, masks_for) -> bool:
+    """Whether :func:`lean_forward` gives exactly the model's own logits, through a prefill and a
+    block that reads it from the cache.
+
+    ``masks_for(mask, q_pos, k_pos)`` turns a boolean ``[1, 1, Q, K]`` mask into the model's
+    attention mask (the engine's :func:`~specdec.engine.engine.attention_masks` for this model).
+    """
+    if not has_lean_layout(model):
+        return False
+    device = next(model.parameters()).device
+    vocab = model.config.vocab_size
+    tokens = torch.arange(7, device=device)[None] * 7919 % vocab  # any ids; spread over the table
+    caches = [SlotCache(model.config.num_hidden_layers, 8) for _ in range(2)]
+    try:
+        for start, end in ((0, 5), (5, 7)):  # a prefill, then a block over the cached slots
+            positions = torch.arange(start, end, device=device)[None]
+            causal = torch.ones(end, end, dtype=torch.bool, device=device).tril()[start:end]
+            mask = masks_for(causal[None, None], positions, torch.arange(end, device=device)[None])
+            for cache in caches:
+                cache.write_start = start
+            own = model(
+                input_ids=tokens[:, start:end],
+                position_ids=positions,
+                attention_mask=mask,
+                past_key_values=caches[0],
+                use_cache=True,
+            ).logits
+            lean = lean_forward(model, tokens[:, start:end], positions, mask, caches[1])
+            if not torch.equal(own, lean):
+                return False
+    except Exception:  # any layout this driver does not fit keeps the model's forward
+        return False
+    return True

@@ -61,8 +61,8 @@ class Pipeline:
     """A target model (and optional drafter) ready to generate.
 
     The engine (and its packed weights) is built once here and reused by every call. ``compile``:
-    the target's decoding and verify steps run as static-shape ``torch.compile`` graphs
-    (:meth:`specdec.engine.Engine.compile_steps`); a drafter's own engine opts in the same way.
+    the target's verify blocks run as a static-shape ``torch.compile`` graph
+    (:meth:`specdec.engine.Engine.compile_steps`); a drafter's own engine can opt in the same way.
     """
 
     def __init__(

@@ -90,15 +90,17 @@ def test_block_and_single_steps_agree():
     torch.testing.assert_close(blocked, stepped, rtol=1e-5, atol=1e-5)
 
 
-def test_compiled_static_steps_match_eager_steps():
+@pytest.mark.parametrize("one_token", [False, True])
+def test_compiled_static_steps_match_eager_steps(one_token):
     """A compiled engine's blocks (full-capacity masks, slot indices as a tensor) compute what the
     eager engine computes, through padding rows, a tree block, rollback, compaction and growth; the
-    prefill and blocks wider than STATIC_WIDTHS stay eager."""
+    prefill, blocks wider than STATIC_WIDTHS and (unless ``one_token``) one-token steps stay eager."""
     from specdec.engine.engine import STATIC_WIDTHS
 
     model = make_llama(VOCAB, seed=2, hidden=64)
     x = torch.randint(3, VOCAB, (2, 60), generator=torch.Generator().manual_seed(0))
-    eager, compiled = Engine(model), Engine(model, compile=True)
+    eager, compiled = Engine(model), Engine(model)
+    compiled.compile_steps(one_token=one_token)
     calls = []
     compiled.compiled = _counting(compiled.compiled, calls)
     tree = torch.tensor([[1, 0, 0], [1, 1, 0], [1, 0, 1]], dtype=torch.bool)
@@ -121,7 +123,8 @@ def test_compiled_static_steps_match_eager_steps():
     for got, want in zip(outs[id(compiled)], outs[id(eager)], strict=True):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     assert torch.equal(compiled.valid, eager.valid) and compiled.length == eager.length
-    assert len(calls) == len(outs[id(eager)]) - 2  # all but the prefill and the too-wide block
+    # All but the prefill and the too-wide block, and the one-token step unless it compiles too.
+    assert len(calls) == len(outs[id(eager)]) - 2 - (not one_token)
 
 
 def _counting(fn, calls):

@@ -150,9 +150,9 @@ def write_markdown(report: dict, path: Path) -> None:
         *_warm_up_lines(report.get("warm_up_seconds", {})),
         *(
             [
-                f"- fast engines built in {report['compile_seconds']:.1f} s (target and model drafters: "
-                "weight packing and both compiled graphs each, with inductor's on-disk cache as this "
-                "machine had it)"
+                f"- fast target engine built in {report['compile_seconds']:.1f} s (weight packing and its "
+                "compiled verify graph, with inductor's on-disk cache as this machine had it; drafters "
+                "step eagerly in both engines)"
             ]
             if report.get("compile_seconds") is not None
             else []

@@ -133,11 +133,10 @@ class Engine:
         model: any transformers causal LM with full or sliding-window attention.
         pack_weights: use prepacked batch-invariant linear kernels (a packed copy of the model);
             ``None`` means "when supported" (fp32 on CPU; bf16 on CPUs with oneDNN bf16 kernels).
-        compile: run blocks of up to ``STATIC_WIDTHS`` tokens as static-shape steps under
-            ``torch.compile`` (:meth:`compile_steps`); prefills and blocks with given layer inputs or
-            embeddings stay eager. Off by default: on a 2-core CPU it saved 4 % of a target step
-            (10 % for a 4-token block in one run) for 50-110 s of compiling
-            (``benchmarks/COMPILE_PROBE.md``, ``FAST_PATH_BENCH.md``).
+        compile: run verify blocks (2 to ``STATIC_WIDTHS`` tokens) as static-shape steps under
+            ``torch.compile`` (:meth:`compile_steps`); one-token steps, prefills and blocks with given
+            layer inputs or embeddings stay eager. Off by default: on a 2-core CPU it saved 4-10 %
+            of a 4-token target block for ~40 s of compiling (``benchmarks/COMPILE_PROBE.md``).
         lean: run plain blocks through :func:`~specdec.engine.lean.lean_forward` (the model's own
             modules without transformers' per-call wrappers); ``None`` means "when it gives this
             model's logits bit for bit", checked on a probe at construction.
@@ -175,17 +174,20 @@ class Engine:
         self.lean = matches
         self.cache: SlotCache | None = None
         self.compiled: nn.Module | None = None
+        self._smallest_static = 2
         if compile:
             self.compile_steps()
 
-    def compile_steps(self, warm_up: bool = True) -> None:
-        """Run blocks of up to ``STATIC_WIDTHS`` tokens through ``torch.compile`` from now on.
+    def compile_steps(self, warm_up: bool = True, one_token: bool = False) -> None:
+        """Run blocks of 2 to ``STATIC_WIDTHS`` tokens through ``torch.compile`` from now on.
 
         The same modules and weights under inductor, with symbolic width and capacity: one graph for
-        one-token steps (dynamo specialises sizes of 1) and one for every wider block, kept in
-        inductor's on-disk cache for the next process. ``warm_up`` compiles both now, on a scratch
-        one-row batch, so no generation pays a compile midway (batches of several rows, and passes
-        returning hidden states, compile on first use).
+        every verify block, kept in inductor's on-disk cache for the next process. ``one_token`` adds
+        a graph for one-token steps (dynamo specialises sizes of 1) — the shape a CUDA-graph decode
+        step needs; on CPU it saved at most 4 % of a target step for as long a compile again, and
+        the lean eager step serves a draft better (``benchmarks/COMPILE_PROBE.md``). ``warm_up``
+        compiles now, on a scratch one-row batch, so no generation pays a compile midway (batches
+        of several rows, and passes returning hidden states, compile on first use).
         """
         # Every compiled model's graphs share one dynamo cache (transformers' forward wrapper is one
         # function for all models of a kind), whose default limit of 8 entries a target and a draft
@@ -193,10 +195,12 @@ class Engine:
         torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
         torch._dynamo.config.specialize_float = True
         self.compiled = torch.compile(self.model, dynamic=True)
+        self._smallest_static = 1 if one_token else 2
         if warm_up and self.cache is None:
             self.reset(1, 8)
             try:
-                for width in (2, 1, 2):  # the first is eager (it allocates the cache), then both graphs
+                # The first block is eager (it allocates the cache), then each graph once.
+                for width in (2, 1, 2) if one_token else (2, 2):
                     self.extend(torch.zeros(1, width, dtype=torch.long, device=self.device))
             except RuntimeError as err:  # dynamo / inductor failures are RuntimeErrors
                 self.compiled = None
@@ -368,7 +372,7 @@ class Engine:
             and model is None
             and not layer_inputs
             and embeds is None
-            and width <= STATIC_WIDTHS
+            and self._smallest_static <= width <= STATIC_WIDTHS
             and self.cache.layers[0].is_initialized  # a first (eager) forward allocated the buffers
         )
         if static:

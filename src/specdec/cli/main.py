@@ -82,6 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     add_arguments(bench)
+    from specdec.benchmarks.engine_speed import add_arguments as add_engine_speed_arguments
+
+    add_engine_speed_arguments(
+        sub.add_parser(
+            "bench-engine", help="plain decoding speed of random-weight models vs HF and the bandwidth bound"
+        )
+    )
     train = sub.add_parser("train", help="train models the methods need").add_subparsers(
         dest="what", required=True
     )
@@ -150,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
             from specdec.benchmarks.specbench import run_from_args
 
             run_from_args(args)
+        elif args.command == "bench-engine":
+            from specdec.benchmarks.engine_speed import run_from_args as run_engine_speed
+
+            run_engine_speed(args)
         elif args.command == "sweep":
             from specdec.benchmarks.bild_sweep import run_from_args as run_sweep
 

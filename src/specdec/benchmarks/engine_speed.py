@@ -1,0 +1,259 @@
+"""``specdec bench-engine``: plain decoding speed of random-weight models beside the bandwidth bound.
+
+A decode step's cost does not depend on what the weights say, so a random-weight model of a real
+model's shape measures the engine on any machine — a lent GPU included — without sending a model
+over. For each shape, in one run with interleaved rounds: HF ``generate`` (greedy), our engine
+eager (lean forward, packed linears where supported) and, with ``--engines eager,compiled``, with
+its one-token and verify steps compiled (``Engine.compile_steps(one_token=True)``).
+
+Decode speed is (N − 1) / (T(N) − T(1)) for N new tokens: the prefill cancels. The bound is the
+device's measured copy bandwidth over the weight bytes a step reads (every parameter once: a tied
+output head counts once, an untied input embedding table is not read); the KV cache (short here)
+is left out, so the bound is slightly optimistic. Greedy outputs are compared with HF's token for
+token: random weights give flat logits, so the output head is widened (×8) as in the unit tests'
+tiny models, which changes nothing about speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from specdec.benchmarks.report import machine_info
+from specdec.errors import InvalidArgumentError
+from specdec.models.loading import resolve_device, resolve_dtype
+from specdec.pipeline import Pipeline
+
+# Published shapes (config.json values); "tiny" is for tests and smoke runs.
+SHAPES: dict[str, dict] = {
+    "smollm2-135m": dict(
+        vocab_size=49152,
+        hidden_size=576,
+        intermediate_size=1536,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        rope_theta=100000.0,
+        tie_word_embeddings=True,
+    ),
+    "llama-3.2-1b": dict(
+        vocab_size=128256,
+        hidden_size=2048,
+        intermediate_size=8192,
+        num_hidden_layers=16,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=64,
+        rope_theta=500000.0,
+        tie_word_embeddings=True,
+    ),
+    "tiny": dict(
+        vocab_size=320,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=False,
+    ),
+}
+ENGINES = ("eager", "compiled")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--shapes", default="smollm2-135m", help=f"comma-separated: {', '.join(SHAPES)}")
+    parser.add_argument("--engines", default="eager", help="ours to run, comma-separated: eager, compiled")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N")
+    parser.add_argument("--dtype", default="float32", help="float32, bfloat16, float16")
+    parser.add_argument("--prompt-tokens", type=int, default=128)
+    parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds; medians are reported")
+    parser.add_argument("--no-hf", action="store_true", help="skip HF generate")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/engine_speed.json"))
+    parser.add_argument("--markdown", type=Path, default=Path("benchmarks/ENGINE_SPEED.md"))
+
+
+def random_model(shape: str, device: torch.device, dtype: torch.dtype) -> LlamaForCausalLM:
+    if shape not in SHAPES:
+        raise InvalidArgumentError(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}")
+    config = LlamaConfig(**SHAPES[shape], max_position_embeddings=4096, eos_token_id=None, bos_token_id=None)
+    config._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = LlamaForCausalLM(config).to(dtype).eval()
+    model.generation_config.eos_token_id = None  # every run writes exactly the tokens asked for
+    with torch.no_grad():
+        model.lm_head.weight.mul_(8.0)
+    return model
+
+
+def weight_bytes(model: torch.nn.Module) -> int:
+    """Bytes one decode step reads: every parameter once, bar an untied input embedding table."""
+    total = sum(p.numel() * p.element_size() for p in model.parameters())
+    embeddings = model.get_input_embeddings().weight
+    if embeddings is not model.get_output_embeddings().weight:
+        total -= embeddings.numel() * embeddings.element_size()
+    return total
+
+
+def copy_bandwidth(device: torch.device, nbytes: int, repeats: int = 5) -> float:
+    """Bytes per second a device-to-device copy moves (read + write), median of ``repeats``."""
+    src = torch.empty(nbytes // 4, dtype=torch.float32, device=device).fill_(1.0)
+    dst = torch.empty_like(src)
+    times = []
+    for _ in range(repeats + 1):
+        _sync(device)
+        start = time.perf_counter()
+        dst.copy_(src)
+        _sync(device)
+        times.append(time.perf_counter() - start)
+    return 2 * nbytes / statistics.median(times[1:])
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _runners(model, engines: list[str], with_hf: bool) -> tuple[dict, float | None]:
+    """name -> generate(prompt ids, n) -> new token ids; and the compiled engine's build time."""
+    runners, build_s = {}, None
+
+    def hf(ids: list[int], n: int) -> list[int]:
+        x = torch.tensor([ids], device=model.device)
+        with torch.inference_mode():
+            out = model.generate(
+                input_ids=x,
+                attention_mask=torch.ones_like(x),
+                max_new_tokens=n,
+                min_new_tokens=n,
+                do_sample=False,
+            )
+        return out[0, len(ids) :].tolist()
+
+    if with_hf:
+        runners["hf-plain"] = hf
+    for engine in engines:
+        started = time.perf_counter()
+        pipe = Pipeline(model)
+        if engine == "compiled":
+            pipe.engine.compile_steps(one_token=True)
+            build_s = time.perf_counter() - started
+        runners[f"ours-{engine}"] = lambda ids, n, pipe=pipe: pipe.generate(
+            ids, method="plain", max_new_tokens=n
+        ).token_ids[0]
+    return runners, build_s
+
+
+def measure(shape: str, args, device: torch.device, dtype: torch.dtype) -> dict:
+    model = random_model(shape, device, dtype)
+    engines = [e for e in args.engines.split(",") if e]
+    runners, build_s = _runners(model, engines, not args.no_hf)
+    prompt = torch.randint(
+        0, model.config.vocab_size, (args.prompt_tokens,), generator=torch.Generator().manual_seed(1)
+    ).tolist()
+    outputs = {name: run(prompt, 4) for name, run in runners.items()}  # warm-up (allocation, compiles)
+    times: dict[str, dict[int, list[float]]] = {name: {1: [], args.new_tokens: []} for name in runners}
+    for _ in range(args.repeats):  # interleaved: drift on a shared machine hits every runner alike
+        for name, run in runners.items():
+            for n in (1, args.new_tokens):
+                _sync(device)
+                start = time.perf_counter()
+                tokens = run(prompt, n)
+                _sync(device)
+                times[name][n].append(time.perf_counter() - start)
+                if n == args.new_tokens:
+                    outputs[name] = tokens
+    nbytes = weight_bytes(model)
+    bandwidth = copy_bandwidth(device, min(1 << 30, max(1 << 26, nbytes)))
+    reference = outputs.get("hf-plain", outputs[next(iter(outputs))])
+    rows = {}
+    for name in runners:
+        full, one = statistics.median(times[name][args.new_tokens]), statistics.median(times[name][1])
+        rows[name] = {
+            "decode_tok_s": (args.new_tokens - 1) / max(full - one, 1e-9),
+            "seconds_full": full,
+            "seconds_one": one,
+            "identical_to_first": outputs[name] == reference,
+        }
+    bound = bandwidth / nbytes
+    for row in rows.values():
+        row["share_of_bound"] = row["decode_tok_s"] / bound
+    params = sum(p.numel() for p in model.parameters())
+    return {
+        "parameters": params,
+        "weight_bytes": nbytes,
+        "copy_bandwidth_gb_s": bandwidth / 1e9,
+        "bound_tok_s": bound,
+        "compiled_build_seconds": build_s,
+        "runners": rows,
+    }
+
+
+def run_from_args(args: argparse.Namespace) -> dict:
+    device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
+    shapes = [s for s in args.shapes.split(",") if s]
+    engines = [e for e in args.engines.split(",") if e]
+    if not engines or set(engines) - set(ENGINES):
+        raise InvalidArgumentError(
+            f"--engines takes {' and/or '.join(ENGINES)}, comma-separated; got {args.engines!r}"
+        )
+    for shape in shapes:
+        if shape not in SHAPES:
+            raise InvalidArgumentError(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}")
+    if args.new_tokens < 2 or args.prompt_tokens < 1 or args.repeats < 1:
+        raise InvalidArgumentError("--new-tokens must be >= 2, --prompt-tokens and --repeats >= 1")
+    report = {
+        "machine": machine_info(),
+        "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "func"},
+        "results": {shape: measure(shape, args, device, dtype) for shape in shapes},
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1))
+    args.markdown.parent.mkdir(parents=True, exist_ok=True)
+    args.markdown.write_text(markdown(report))
+    print(args.markdown.read_text())
+    return report
+
+
+def markdown(report: dict) -> str:
+    m, cfg = report["machine"], report["config"]
+    where = m["gpu"] or f"{m['cpu']} ({', '.join(m['cpu_features'])}), {m['torch_threads']} torch threads"
+    lines = [
+        "# Engine speed: plain decoding of random-weight models",
+        "",
+        f"Produced by `{m['command']}` on {m['date']}: {where}; torch {m['torch']}, transformers "
+        f"{m['transformers']}. Greedy, {cfg['prompt_tokens']}-token random prompt, decode speed "
+        f"(N − 1) / (T(N) − T(1)) with N = {cfg['new_tokens']}, median of {cfg['repeats']} interleaved "
+        f"rounds, {cfg['dtype']} on {cfg['device']}. Bound: measured copy bandwidth / weight bytes per "
+        "step (see `specdec.benchmarks.engine_speed`). identical: the same tokens as the first row.",
+        "",
+        "| shape | params | weights (MB) | bandwidth (GB/s) | bound (tok/s) | runner | tok/s | × first "
+        "| of bound | identical |",
+        "|---|---:|---:|---:|---:|---|---:|---:|---:|---|",
+    ]
+    for shape, r in report["results"].items():
+        first = next(iter(r["runners"].values()))["decode_tok_s"]
+        for name, row in r["runners"].items():
+            lines.append(
+                f"| {shape} | {r['parameters'] / 1e6:.0f}M | {r['weight_bytes'] / 1e6:.0f} | "
+                f"{r['copy_bandwidth_gb_s']:.1f} | {r['bound_tok_s']:.1f} | {name} | "
+                f"{row['decode_tok_s']:.1f} | "
+                f"{row['decode_tok_s'] / first:.2f}x | {100 * row['share_of_bound']:.0f} % | "
+                f"{'yes' if row['identical_to_first'] else 'no'} |"
+            )
+    builds = {
+        s: r["compiled_build_seconds"] for s, r in report["results"].items() if r["compiled_build_seconds"]
+    }
+    if builds:
+        lines += [
+            "",
+            "Compiled engine built in " + ", ".join(f"{s}: {b:.1f} s" for s, b in builds.items()) + ".",
+        ]
+    return "\n".join(lines) + "\n"

@@ -6,6 +6,8 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import chisquare
 
 from specdec.sampling import SamplingConfig, choose_tokens, greedy_tokens, gumbel_argmax, logits_to_probs
@@ -210,3 +212,15 @@ def test_choose_tokens_is_the_argmax_when_greedy_and_a_noisy_draw_otherwise():
     drawn = choose_tokens(logits, config, noise)
     assert torch.equal(drawn, gumbel_argmax(logits_to_probs(logits, config), noise))
     assert all(int(t) in logits[row].topk(3).indices.tolist() for row, t in enumerate(drawn))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(-4, 4), min_size=2, max_size=300),
+    st.sampled_from([torch.bfloat16, torch.float16]),
+)
+def test_greedy_tokens_on_half_logits_pick_the_first_maximum(values, dtype):
+    """The upcast that makes CPU argmax fast keeps the answer: the first of tied maxima, as the
+    half-precision argmax itself (few distinct values, so ties are common)."""
+    logits = (torch.tensor(values, dtype=torch.float32) / 4).to(dtype)[None]
+    assert greedy_tokens(logits).item() == logits.argmax(-1).item() == values.index(max(values))

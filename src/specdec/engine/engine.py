@@ -136,7 +136,7 @@ class Engine:
         compile: run verify blocks (2 to ``STATIC_WIDTHS`` tokens) as static-shape steps under
             ``torch.compile`` (:meth:`compile_steps`); one-token steps, prefills and blocks with given
             layer inputs or embeddings stay eager. Off by default: on a 2-core CPU it saved 4-10 %
-            of a 4-token target block for ~40 s of compiling (``benchmarks/COMPILE_PROBE.md``).
+            of a 4-token target block for ~50 s of compiling (``benchmarks/COMPILE_PROBE.md``).
         lean: run plain blocks through :func:`~specdec.engine.lean.lean_forward` (the model's own
             modules without transformers' per-call wrappers); ``None`` means "when it gives this
             model's logits bit for bit", checked on a probe at construction.
@@ -193,6 +193,8 @@ class Engine:
         # function for all models of a kind), whose default limit of 8 entries a target and a draft
         # with two graphs each, in two batch shapes, already reach; past it dynamo runs eagerly.
         torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
+        # Float attributes (norm eps, attention scale) as constants: left symbolic, dynamo traced each
+        # graph twice (a restart in its scalar pass), 110 s instead of 80 s for the target's two graphs.
         torch._dynamo.config.specialize_float = True
         self.compiled = torch.compile(self.model, dynamic=True)
         self._smallest_static = 1 if one_token else 2

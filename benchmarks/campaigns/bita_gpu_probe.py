@@ -14,22 +14,12 @@ from pathlib import Path
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from specdec.benchmarks.engine_speed import SHAPES
 from specdec.models.bita import BiTAAdapter, model_signature
 from specdec.training.answers import TargetAnswer
 from specdec.training.bita import BiTATrainConfig, train_bita
 
-SMOLLM2 = dict(
-    vocab_size=49152,
-    hidden_size=576,
-    intermediate_size=1536,
-    num_hidden_layers=30,
-    num_attention_heads=9,
-    num_key_value_heads=3,
-    head_dim=64,
-    max_position_embeddings=8192,
-    tie_word_embeddings=True,
-    rope_parameters={"rope_theta": 100000.0, "rope_type": "default"},
-)
+SMOLLM2 = SHAPES["smollm2-135m"] | {"max_position_embeddings": 8192}
 PROBE_STEPS = 8
 
 

@@ -26,6 +26,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from specdec.benchmarks.report import machine_info
+from specdec.decoders.stats import sync_device
 from specdec.errors import InvalidArgumentError
 from specdec.models.loading import resolve_device, resolve_dtype
 from specdec.pipeline import Pipeline
@@ -80,8 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def random_model(shape: str, device: torch.device, dtype: torch.dtype) -> LlamaForCausalLM:
-    if shape not in SHAPES:
-        raise InvalidArgumentError(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}")
+    """A random-weight Llama of ``SHAPES[shape]`` (a name the CLI has checked)."""
     config = LlamaConfig(**SHAPES[shape], max_position_embeddings=4096, eos_token_id=None, bos_token_id=None)
     config._attn_implementation = "sdpa"
     torch.manual_seed(0)
@@ -108,17 +108,12 @@ def copy_bandwidth(device: torch.device, nbytes: int, repeats: int = 5) -> float
     dst = torch.empty_like(src)
     times = []
     for _ in range(repeats + 1):
-        _sync(device)
+        sync_device(device)
         start = time.perf_counter()
         dst.copy_(src)
-        _sync(device)
+        sync_device(device)
         times.append(time.perf_counter() - start)
     return 2 * nbytes / statistics.median(times[1:])
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def _runners(model, engines: list[str], with_hf: bool) -> tuple[dict, float | None]:
@@ -151,9 +146,8 @@ def _runners(model, engines: list[str], with_hf: bool) -> tuple[dict, float | No
     return runners, build_s
 
 
-def measure(shape: str, args, device: torch.device, dtype: torch.dtype) -> dict:
+def measure(shape: str, engines: list[str], args, device: torch.device, dtype: torch.dtype) -> dict:
     model = random_model(shape, device, dtype)
-    engines = [e for e in args.engines.split(",") if e]
     runners, build_s = _runners(model, engines, not args.no_hf)
     prompt = torch.randint(
         0, model.config.vocab_size, (args.prompt_tokens,), generator=torch.Generator().manual_seed(1)
@@ -163,10 +157,10 @@ def measure(shape: str, args, device: torch.device, dtype: torch.dtype) -> dict:
     for _ in range(args.repeats):  # interleaved: drift on a shared machine hits every runner alike
         for name, run in runners.items():
             for n in (1, args.new_tokens):
-                _sync(device)
+                sync_device(device)
                 start = time.perf_counter()
                 tokens = run(prompt, n)
-                _sync(device)
+                sync_device(device)
                 times[name][n].append(time.perf_counter() - start)
                 if n == args.new_tokens:
                     outputs[name] = tokens
@@ -212,7 +206,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
     report = {
         "machine": machine_info(),
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "func"},
-        "results": {shape: measure(shape, args, device, dtype) for shape in shapes},
+        "results": {shape: measure(shape, engines, args, device, dtype) for shape in shapes},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1))

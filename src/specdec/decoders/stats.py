@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 import torch
 
 
-def _sync(device: torch.device) -> None:
-    # Kernel launches are asynchronous on accelerators; time only completed work.
+def sync_device(device: torch.device) -> None:
+    """Wait for ``device``'s queued kernels: launches are asynchronous on accelerators, and a timer
+    must measure completed work."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
@@ -67,7 +68,7 @@ class GenerationStats:
         try:
             yield
         finally:
-            _sync(device)
+            sync_device(device)
             setattr(self, attr, getattr(self, attr) + time.perf_counter() - start)
 
     def as_dict(self) -> dict:

@@ -40,7 +40,8 @@ def test_weight_bytes_count_what_a_step_reads():
     "extra, message",
     [
         ("--shapes gpt-5", "unknown shape 'gpt-5'"),
-        ("--engines turbo", "--engines takes eager and/or compiled"),
+        ("--engines turbo", "--engines takes some of eager, compiled, graphs"),
+        *([] if torch.cuda.is_available() else [("--engines graphs", "compiled-graphs need --device cuda")]),
         ("--new-tokens 1", "--new-tokens must be >= 2"),
         ("--dtype int8", "unknown dtype"),
     ],

@@ -3,8 +3,11 @@
 A decode step's cost does not depend on what the weights say, so a random-weight model of a real
 model's shape measures the engine on any machine — a lent GPU included — without sending a model
 over. For each shape, in one run with interleaved rounds: HF ``generate`` (greedy), our engine
-eager (lean forward, packed linears where supported) and, with ``--engines eager,compiled``, with
-its one-token and verify steps compiled (``Engine.compile_steps(one_token=True)``).
+eager (lean forward, packed linears where supported), with ``--engines eager,compiled`` with its
+one-token and verify steps compiled (``Engine.compile_steps(one_token=True)``), and on CUDA with
+``graphs``: every step padded to one width and replayed from a CUDA graph (``Engine.capture_graphs``),
+and ``compiled-graphs``: the same with the model under ``torch.compile`` (what ``compile=True`` gives on
+CUDA).
 
 Decode speed is (N − 1) / (T(N) − T(1)) for N new tokens: the prefill cancels. The bound is the
 device's measured copy bandwidth over the weight bytes a step reads (every parameter once: a tied
@@ -27,6 +30,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from specdec.benchmarks.report import machine_info
 from specdec.decoders.stats import sync_device
+from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
 from specdec.models.loading import resolve_device, resolve_dtype
 from specdec.pipeline import Pipeline
@@ -64,12 +68,16 @@ SHAPES: dict[str, dict] = {
         tie_word_embeddings=False,
     ),
 }
-ENGINES = ("eager", "compiled")
+ENGINES = ("eager", "compiled", "graphs", "compiled-graphs")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shapes", default="smollm2-135m", help=f"comma-separated: {', '.join(SHAPES)}")
-    parser.add_argument("--engines", default="eager", help="ours to run, comma-separated: eager, compiled")
+    parser.add_argument(
+        "--engines",
+        default="eager",
+        help="ours to run, comma-separated: eager, compiled, graphs, compiled-graphs (the last two on CUDA)",
+    )
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N")
     parser.add_argument("--dtype", default="float32", help="float32, bfloat16, float16")
     parser.add_argument("--prompt-tokens", type=int, default=128)
@@ -116,9 +124,10 @@ def copy_bandwidth(device: torch.device, nbytes: int, repeats: int = 5) -> float
     return 2 * nbytes / statistics.median(times[1:])
 
 
-def _runners(model, engines: list[str], with_hf: bool) -> tuple[dict, float | None]:
-    """name -> generate(prompt ids, n) -> new token ids; and the compiled engine's build time."""
-    runners, build_s = {}, None
+def _runners(model, engines: list[str], with_hf: bool) -> tuple[dict, float | None, dict[str, Engine]]:
+    """name -> generate(prompt ids, n) -> new token ids; the (last) compiled engine's build time; the
+    engines that replay CUDA graphs, by runner name."""
+    runners, build_s, graphed = {}, None, {}
 
     def hf(ids: list[int], n: int) -> list[int]:
         x = torch.tensor([ids], device=model.device)
@@ -140,15 +149,36 @@ def _runners(model, engines: list[str], with_hf: bool) -> tuple[dict, float | No
         if engine == "compiled":
             pipe.engine.compile_steps(one_token=True)
             build_s = time.perf_counter() - started
+        if engine == "graphs":  # captured on first use, in the warm-up
+            pipe.engine.capture_graphs()
+        if engine == "compiled-graphs":  # compiled now, captured on first use
+            pipe.engine.capture_graphs(compile=True)
+            build_s = time.perf_counter() - started
+        if pipe.engine.graphs is not None:
+            graphed[f"ours-{engine}"] = pipe.engine
         runners[f"ours-{engine}"] = lambda ids, n, pipe=pipe: pipe.generate(
             ids, method="plain", max_new_tokens=n
         ).token_ids[0]
-    return runners, build_s
+    return runners, build_s, graphed
+
+
+def replay_seconds(engine: Engine, repeats: int = 50) -> float:
+    """Median time of one replay of a graph the engine captured: the step's GPU time alone, without
+    the host work around it (masks, copies, choosing the token, stopping checks)."""
+    graph = next(iter(engine.graphs.graphs.values())).graph
+    times = []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        graph.replay()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def measure(shape: str, engines: list[str], args, device: torch.device, dtype: torch.dtype) -> dict:
     model = random_model(shape, device, dtype)
-    runners, build_s = _runners(model, engines, not args.no_hf)
+    runners, build_s, graphed = _runners(model, engines, not args.no_hf)
     prompt = torch.randint(
         0, model.config.vocab_size, (args.prompt_tokens,), generator=torch.Generator().manual_seed(1)
     ).tolist()
@@ -179,6 +209,8 @@ def measure(shape: str, engines: list[str], args, device: torch.device, dtype: t
     bound = bandwidth / nbytes
     for row in rows.values():
         row["share_of_bound"] = row["decode_tok_s"] / bound
+    for name, engine in graphed.items():
+        rows[name]["graph_replay_ms"] = 1e3 * replay_seconds(engine)
     params = sum(p.numel() for p in model.parameters())
     return {
         "parameters": params,
@@ -196,8 +228,10 @@ def run_from_args(args: argparse.Namespace) -> dict:
     engines = [e for e in args.engines.split(",") if e]
     if not engines or set(engines) - set(ENGINES):
         raise InvalidArgumentError(
-            f"--engines takes {' and/or '.join(ENGINES)}, comma-separated; got {args.engines!r}"
+            f"--engines takes some of {', '.join(ENGINES)}, comma-separated; got {args.engines!r}"
         )
+    if {"graphs", "compiled-graphs"} & set(engines) and device.type != "cuda":
+        raise InvalidArgumentError("--engines graphs and compiled-graphs need --device cuda (CUDA graphs)")
     for shape in shapes:
         if shape not in SHAPES:
             raise InvalidArgumentError(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}")
@@ -242,6 +276,18 @@ def markdown(report: dict) -> str:
                 f"{row['decode_tok_s'] / first:.2f}x | {100 * row['share_of_bound']:.0f} % | "
                 f"{'yes' if row['identical_to_first'] else 'no'} |"
             )
+    for shape, r in report["results"].items():
+        for name, row in r["runners"].items():
+            if "graph_replay_ms" not in row:
+                continue
+            replay, step = row["graph_replay_ms"], 1e3 / row["decode_tok_s"]
+            lines += [
+                "",
+                f"{shape}, {name}: one replay of the captured step alone takes {replay:.2f} ms "
+                f"({1e3 / replay:.0f} tok/s, {1e3 / replay / r['bound_tok_s']:.0%} of the bound); a decoded "
+                f"token takes {step:.2f} ms, so {step - replay:.2f} ms of each is host work around the graph "
+                "(masks, copies, choosing the token, stopping checks).",
+            ]
     builds = {
         s: r["compiled_build_seconds"] for s, r in report["results"].items() if r["compiled_build_seconds"]
     }

@@ -98,6 +98,12 @@ class SlotCache(Cache):
         self.slots: torch.Tensor | None = None
         super().__init__(layers=[SlotLayer(self) for _ in range(num_layers)])
 
+    @property
+    def batch_size(self) -> int | None:
+        """Rows the buffers hold; None before the first write allocates them."""
+        first = self.layers[0]
+        return first.keys.shape[0] if first.is_initialized else None
+
     def gather_slots(self, index: torch.Tensor) -> None:
         for layer in self.layers:
             layer.gather_slots(index)

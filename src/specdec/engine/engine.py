@@ -20,6 +20,7 @@ from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 
 from specdec.engine.cache import SlotCache
+from specdec.engine.graphs import StepGraphs
 from specdec.engine.kernels import pack_linear_layers, packing_supported
 from specdec.engine.lean import lean_forward, lean_forward_matches
 from specdec.engine.memory import check_fits, kv_bytes_per_slot
@@ -31,6 +32,11 @@ _ROLLBACK_LAYER_TYPES = {"full_attention", "sliding_attention"}
 _MASKABLE_ATTENTION = {"sdpa", "eager"}
 _NO_POSITION = 2**40  # key position of reserved slots: later than any query, inside every window
 STATIC_WIDTHS = 16  # widest block a compiled engine runs as a static-shape step (verify blocks, trees)
+_GRAPH_CAPACITY_STEP = 64  # graphed engines round cache capacities up to this: fewer shapes to capture
+# Where the slot bookkeeping (valid slots, positions) and the masks built from it live, whatever the
+# model's device: they are tiny, and on a GPU each of their ops would be a kernel launch and each read
+# of them (a length, a position check) a synchronisation. Inputs go to the model's device once, at the end.
+_HOST = torch.device("cpu")
 
 
 @dataclass
@@ -92,6 +98,13 @@ def attention_masks(
     return masks.get("sliding_attention", masks["full_attention"])
 
 
+def _to_device(masks, device: torch.device):
+    """``attention_masks``' output (one tensor or a dict of them) on ``device``."""
+    if isinstance(masks, dict):
+        return {k: m.to(device, non_blocking=True) for k, m in masks.items()}
+    return masks.to(device, non_blocking=True)
+
+
 @contextmanager
 def given_layer_inputs(model: nn.Module, inputs: dict[int, torch.Tensor], where: torch.Tensor | None):
     """Within the block, decoder layer j takes ``inputs[j]`` ``[B, T, d]`` as its input hidden states
@@ -133,10 +146,14 @@ class Engine:
         model: any transformers causal LM with full or sliding-window attention.
         pack_weights: use prepacked batch-invariant linear kernels (a packed copy of the model);
             ``None`` means "when supported" (fp32 on CPU; bf16 on CPUs with oneDNN bf16 kernels).
-        compile: run verify blocks (2 to ``STATIC_WIDTHS`` tokens) as static-shape steps under
-            ``torch.compile`` (:meth:`compile_steps`); one-token steps, prefills and blocks with given
-            layer inputs or embeddings stay eager. Off by default: on a 2-core CPU it saved 4-10 %
-            of a 4-token target block for ~50 s of compiling (``benchmarks/COMPILE_PROBE.md``).
+        compile: the fast step of the engine's device. On CPU, verify blocks (2 to ``STATIC_WIDTHS``
+            tokens) run as static-shape steps under ``torch.compile`` (:meth:`compile_steps`); on
+            CUDA, every plain block of up to ``STATIC_WIDTHS`` tokens runs as one padded static step
+            replayed from a CUDA graph of the compiled model (:meth:`capture_graphs`). Prefills and
+            blocks with given layer
+            inputs, embeddings or hidden-state outputs stay eager. Off by default: on a 2-core CPU it
+            saved 4-10 % of a 4-token target block for ~50 s of compiling
+            (``benchmarks/COMPILE_PROBE.md``).
         lean: run plain blocks through :func:`~specdec.engine.lean.lean_forward` (the model's own
             modules without transformers' per-call wrappers); ``None`` means "when it gives this
             model's logits bit for bit", checked on a probe at construction.
@@ -174,9 +191,52 @@ class Engine:
         self.lean = matches
         self.cache: SlotCache | None = None
         self.compiled: nn.Module | None = None
+        self.graphs: StepGraphs | None = None
         self._smallest_static = 2
         if compile:
-            self.compile_steps()
+            self.capture_graphs(compile=True) if self.device.type == "cuda" else self.compile_steps()
+
+    def capture_graphs(
+        self, width: int = STATIC_WIDTHS, *, capture: bool | None = None, compile: bool = False
+    ) -> None:
+        """Run every plain block of up to ``width`` tokens as one static step of exactly ``width``
+        tokens, replayed from a CUDA graph (``capture``; default: on CUDA).
+
+        One padded width for decoding (one token) and verifying (γ + 1) is what makes their greedy
+        tokens agree on a GPU: the matrix products then have the same shape, so cuBLAS picks the same
+        kernel and reduction order for both, where a one-row and a five-row product may differ in the
+        last bits and flip a near-tie. Padding queries see only themselves and write to the free slots
+        after the block, which the next block overwrites. On a GPU the wider step costs next to
+        nothing (a step reads every weight once either way). ``capture=False`` runs the same padded
+        steps without graphs (any device; what a graph replays, for checking it). ``compile``: the
+        captured step is the model under ``torch.compile`` (inductor's fused kernels: a graph of
+        eager kernels still pays a few µs for each of the hundreds of small ones); it compiles now.
+        """
+        capture = self.device.type == "cuda" if capture is None else capture
+        if capture and self.device.type != "cuda":
+            raise InvalidArgumentError(f"CUDA graphs need a CUDA device; this engine is on {self.device}")
+        if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= STATIC_WIDTHS:
+            raise InvalidArgumentError(f"graph width must be an integer in 1..{STATIC_WIDTHS}, got {width!r}")
+        self.graphs = StepGraphs(self._static_step, width, self.device, capture)
+        if compile:
+            self.compile_steps(warm_up=False)
+            self._warm_up((2, 1))  # an eager prefill, then the padded step: compiled and captured
+
+    def _static_step(self, tokens, positions, masks, slots: torch.Tensor) -> torch.Tensor:
+        """Logits of a plain block whose new tokens go to cache ``slots`` (reads span the capacity)."""
+        self.cache.slots = slots
+        try:
+            if self.lean and self.compiled is None:
+                return lean_forward(self.model, tokens, positions, masks, self.cache)
+            return (self.model if self.compiled is None else self.compiled)(
+                input_ids=tokens,
+                position_ids=positions,
+                attention_mask=masks,
+                past_key_values=self.cache,
+                use_cache=True,
+            ).logits
+        finally:
+            self.cache.slots = None
 
     def compile_steps(self, warm_up: bool = True, one_token: bool = False) -> None:
         """Run blocks of 2 to ``STATIC_WIDTHS`` tokens through ``torch.compile`` from now on.
@@ -198,20 +258,27 @@ class Engine:
         torch._dynamo.config.specialize_float = True
         self.compiled = torch.compile(self.model, dynamic=True)
         self._smallest_static = 1 if one_token else 2
-        if warm_up and self.cache is None:
-            self.reset(1, 8)
-            try:
-                # The first block is eager (it allocates the cache), then each graph once.
-                for width in (2, 1, 2) if one_token else (2, 2):
-                    self.extend(torch.zeros(1, width, dtype=torch.long, device=self.device))
-            except RuntimeError as err:  # dynamo / inductor failures are RuntimeErrors
-                self.compiled = None
-                raise InvalidArgumentError(
-                    f"torch.compile could not compile {type(self.model).__name__}'s step "
-                    f"({type(err).__name__}); use the eager engine (compile=False)"
-                ) from err
-            finally:
-                self.cache = None
+        if warm_up:
+            # The first block is eager (it allocates the cache), then each graph once.
+            self._warm_up((2, 1, 2) if one_token else (2, 2))
+
+    def _warm_up(self, widths: Sequence[int]) -> None:
+        """Run blocks of ``widths`` tokens on a scratch one-row batch, so compiles happen now."""
+        if self.cache is not None:
+            return
+        self.reset(1, 8)
+        try:
+            for width in widths:
+                self.extend(torch.zeros(1, width, dtype=torch.long, device=self.device))
+        except RuntimeError as err:  # dynamo / inductor failures are RuntimeErrors
+            self.compiled = None
+            raise InvalidArgumentError(
+                f"torch.compile could not compile {type(self.model).__name__}'s step "
+                f"({type(err).__name__}); use the eager engine (compile=False)"
+            ) from err
+        finally:
+            self.cache = None
+            self._drop_graphs()
 
     # -- state ---------------------------------------------------------------------------------
     @torch.inference_mode()
@@ -225,11 +292,21 @@ class Engine:
         """
         if isinstance(reserved, bool) or not isinstance(reserved, int) or reserved < 0:
             raise InvalidArgumentError(f"reserved slots must be an integer >= 0, got {reserved!r}")
-        capacity = self.first_capacity(capacity) + reserved
-        self.check_fits(batch_size, capacity)
-        self.cache = SlotCache(self.config.num_hidden_layers, capacity)
-        self.valid = torch.zeros(batch_size, self.cache.capacity, dtype=torch.bool, device=self.device)
-        self.slot_pos = torch.zeros(batch_size, self.cache.capacity, dtype=torch.long, device=self.device)
+        capacity = self._capacity_for(capacity, reserved)
+        reuse = (
+            self.graphs is not None
+            and self.cache is not None
+            and self.cache.batch_size == batch_size
+            and self.cache.capacity >= capacity
+        )
+        if reuse:  # the buffers the graphs were captured with: they stay valid for this batch
+            capacity = self.cache.capacity
+        else:
+            self.check_fits(batch_size, capacity)
+            self.cache = SlotCache(self.config.num_hidden_layers, capacity)
+            self._drop_graphs()
+        self.valid = torch.zeros(batch_size, self.cache.capacity, dtype=torch.bool)
+        self.slot_pos = torch.zeros(batch_size, self.cache.capacity, dtype=torch.long)
         # Reserved keys sit "after" every query, so no sliding window ever drops them.
         self.slot_pos[:, :reserved] = _NO_POSITION
         self.reserved = self.length = reserved
@@ -258,6 +335,13 @@ class Engine:
                 for k, v in keys_values
             ],
         )
+
+    def _capacity_for(self, capacity: int, reserved: int = 0) -> int:
+        """The slots :meth:`reset` allocates for a wish of ``capacity`` (graphed engines round up)."""
+        capacity = self.first_capacity(capacity) + reserved
+        if self.graphs is not None:
+            capacity = -(-capacity // _GRAPH_CAPACITY_STEP) * _GRAPH_CAPACITY_STEP
+        return capacity
 
     def first_capacity(self, capacity: int) -> int:
         """The slots :meth:`reset` starts with for a wish of ``capacity``: capped at the context window."""
@@ -342,24 +426,36 @@ class Engine:
             positions: ``[B, T]`` position ids, in place of those the tree depth gives.
             sees_reserved: ``[B, T]``, True for the queries that may see the reserved slots.
         """
-        tokens = tokens.to(self.device)
         batch, width = tokens.shape
         if batch != self.batch_size:
             raise InvalidArgumentError(f"block has {batch} rows but the engine holds {self.batch_size}")
         if token_mask is None:
-            token_mask = torch.ones(batch, width, dtype=torch.bool, device=self.device)
-        token_mask = token_mask.to(self.device)
-        block = torch.ones(width, width, dtype=torch.bool, device=self.device).tril()
+            token_mask = torch.ones(batch, width, dtype=torch.bool)
+        token_mask = token_mask.to(_HOST)
+        block = torch.ones(width, width, dtype=torch.bool).tril()
         if tree_mask is not None:
-            block = tree_mask.to(self.device, torch.bool)
+            block = tree_mask.to(_HOST, torch.bool)
         block = block.expand(batch, width, width) & token_mask[:, None, :]
         if positions is None:
             positions = (self.num_tokens[:, None] + block.sum(-1) - 1).clamp(min=0)
-        positions = positions.to(self.device)
+        positions = positions.to(_HOST)
         if self.max_positions is not None and int(positions.max()) >= self.max_positions:
             raise PromptError(f"sequence exceeds the model's context of {self.max_positions} tokens")
-        self._make_room(width)
-        block |= torch.eye(width, dtype=torch.bool, device=self.device)  # padding rows attend to themselves
+        # The plain case (no other stack, given inputs or hidden states) skips transformers' wrappers.
+        plain = model is None and not layer_inputs and embeds is None and not hidden_layers
+        allocated = self.cache.layers[0].is_initialized  # a first (eager) forward allocated the buffers
+        padded = self.graphs is not None and plain and allocated and width <= self.graphs.width
+        static = padded or (
+            self.compiled is not None
+            and model is None
+            and not layer_inputs
+            and embeds is None
+            and self._smallest_static <= width <= STATIC_WIDTHS
+            and allocated
+        )
+        run_width = self.graphs.width if padded else width
+        self._make_room(run_width)
+        block |= torch.eye(width, dtype=torch.bool)  # padding rows attend to themselves
         # Attention reads the reserved slots only when a query may see them, so a block that has none
         # computes exactly what it would without them.
         asks = sees_reserved is not None and bool(sees_reserved.any())
@@ -367,27 +463,25 @@ class Engine:
         past = self.valid[:, None, first : self.length].expand(batch, width, self.length - first)
         if asks:
             past = past.clone()
-            past[..., : self.reserved] = sees_reserved.to(self.device, torch.bool)[:, :, None]
+            past[..., : self.reserved] = sees_reserved.to(_HOST, torch.bool)[:, :, None]
         start = self.length
-        static = (
-            self.compiled is not None
-            and model is None
-            and not layer_inputs
-            and embeds is None
-            and self._smallest_static <= width <= STATIC_WIDTHS
-            and self.cache.layers[0].is_initialized  # a first (eager) forward allocated the buffers
-        )
         if static:
-            # Every input fixed in shape for (batch, width, capacity): the mask spans the whole cache
-            # (free and rolled-back slots masked out) and the new tokens' slots come as a tensor.
-            mask = torch.zeros(batch, width, self.cache.capacity, dtype=torch.bool, device=self.device)
-            mask[..., first : self.length] = past
-            mask[..., start : start + width] = block
+            # Every input fixed in shape for (batch, run width, capacity): the mask spans the whole
+            # cache (free and rolled-back slots masked out), the new tokens' slots come as a tensor,
+            # and padding queries (beyond ``width``) see only their own slot.
+            mask = torch.zeros(batch, run_width, self.cache.capacity, dtype=torch.bool)
+            mask[:, :width, first : self.length] = past
+            mask[:, :width, start : start + width] = block
+            mask[:, width:, start + width : start + run_width] = torch.eye(
+                run_width - width, dtype=torch.bool
+            )
             mask = mask[:, None]
+            pad = torch.zeros(batch, run_width - width, dtype=torch.long)
+            positions = torch.cat([positions, pad], dim=1)
+            tokens = torch.cat([tokens, pad.to(tokens.device)], dim=1)  # tokens stay where they are
             key_pos = self.slot_pos.clone()
-            key_pos[:, start : start + width] = positions
-            self.cache.slots = torch.arange(start, start + width, device=self.device)
-            tokens = tokens.clone()  # an inference tensor, as every other input: one graph, not two
+            key_pos[:, start : start + run_width] = positions
+            slots = torch.arange(start, start + run_width)
         else:
             mask = torch.cat([past, block], dim=-1)[:, None]
             key_pos = torch.cat([self.slot_pos[:, first : self.length], positions], dim=-1)
@@ -396,9 +490,18 @@ class Engine:
         kwargs = {}
         if self._takes_logits_to_keep and num_logits is not None and not static:
             kwargs["logits_to_keep"] = num_logits  # a static step computes them all: one graph fewer
+        masks = attention_masks(self.config, self.dtype, mask, positions, key_pos)
+        if padded:  # the graphs copy the inputs into their own buffers on the device
+            logits = self.graphs(tokens, positions, masks, slots)[:, :width]
+            # A graph's output buffer is overwritten by its next replay: keep a copy.
+            logits = (logits if num_logits is None else logits[:, -num_logits:]).clone()
+            return self._extended(start, width, token_mask, positions, logits, {})
+        tokens, positions = tokens.to(self.device), positions.to(self.device)
+        masks = _to_device(masks, self.device)
         runner = self.model if model is None else model
         if static:
             runner = self.compiled
+            self.cache.slots = slots.to(self.device)
         given = given_layer_inputs(runner, layer_inputs, layer_input_mask) if layer_inputs else nullcontext()
         if embeds is None:
             inputs = {"input_ids": tokens}
@@ -408,9 +511,6 @@ class Engine:
             if embeds_mask is not None:
                 given_embeds = torch.where(embeds_mask.to(own.device)[..., None], given_embeds, own)
             inputs = {"inputs_embeds": given_embeds}
-        masks = attention_masks(self.config, self.dtype, mask, positions, key_pos)
-        # The plain case (no other stack, given inputs or hidden states) skips transformers' wrappers.
-        plain = model is None and not layer_inputs and embeds is None and not hidden_layers
         lean = self.lean and plain and not static
         try:
             if lean:
@@ -431,8 +531,12 @@ class Engine:
                 hidden = {i: out.hidden_states[i] for i in hidden_layers}
         finally:
             self.cache.slots = None
+        return self._extended(start, width, token_mask, positions, logits, hidden)
+
+    def _extended(self, start, width, token_mask, positions, logits, hidden) -> ExtendOutput:
+        """Mark the block's ``width`` slots from ``start`` as holding its tokens."""
         self.valid[:, start : start + width] = token_mask
-        self.slot_pos[:, start : start + width] = positions
+        self.slot_pos[:, start : start + width] = positions[:, :width].to(_HOST)
         self.length = start + width
         self._block = (start, width)
         return ExtendOutput(logits=logits, hidden_states=hidden)
@@ -492,15 +596,21 @@ class Engine:
                 f"the KV cache could not grow to {capacity} slots for {self.batch_size} row(s) "
                 f"(~{wanted / 2**30:.1f} GiB): lower max_new_tokens, the batch size or the prompt length"
             ) from err
-        pad = torch.zeros(self.batch_size, capacity - old, dtype=torch.bool, device=self.device)
+        self._drop_graphs()
+        pad = torch.zeros(self.batch_size, capacity - old, dtype=torch.bool)
         self.valid = torch.cat([self.valid, pad], dim=1)
         self.slot_pos = torch.cat([self.slot_pos, pad.long()], dim=1)
+
+    def _drop_graphs(self) -> None:
+        """The cache buffers were reallocated: graphs captured over the old ones must not replay."""
+        if self.graphs is not None:
+            self.graphs.clear()
 
     # -- rollback ------------------------------------------------------------------------------
     @torch.inference_mode()
     def rollback(self, num_tokens: int | torch.Tensor) -> None:
         """Forget the last ``num_tokens`` tokens of each row (an int, or a ``[B]`` tensor)."""
-        drop = torch.as_tensor(num_tokens, device=self.device).expand(self.batch_size)
+        drop = torch.as_tensor(num_tokens).to(_HOST).expand(self.batch_size)
         if bool((drop < 0).any()) or bool((drop > self.num_tokens).any()):
             raise InvalidArgumentError("cannot roll back more tokens than a row holds")
         valid = self.valid[:, : self.length]
@@ -512,7 +622,7 @@ class Engine:
     def keep(self, keep_mask: torch.Tensor) -> None:
         """Keep only the marked tokens of the last block (e.g. the accepted path of a tree)."""
         start, width = self._block
-        self.valid[:, start : start + width] &= keep_mask.to(self.device)
+        self.valid[:, start : start + width] &= keep_mask.to(_HOST)
         self._trim()
 
     def _trim(self) -> None:
@@ -526,19 +636,21 @@ class Engine:
         rolled-back holes."""
         r = self.reserved
         tail = torch.sort((~self.valid[:, r:]).to(torch.int8), dim=1, stable=True).indices + r
-        order = torch.cat([torch.arange(r, device=self.device).expand(len(tail), r), tail], dim=1)
+        order = torch.cat([torch.arange(r).expand(len(tail), r), tail], dim=1)
         self.cache.gather_slots(order)
+        self._drop_graphs()
         self.slot_pos = self.slot_pos.gather(1, order)
         counts = self.valid.sum(1)
-        slots = torch.arange(self.valid.shape[1], device=self.device)[None, :]
+        slots = torch.arange(self.valid.shape[1])[None, :]
         self.valid = (slots >= r) & (slots < r + counts[:, None])
         self.length = r + (int(counts.max()) if len(counts) else 0)
 
     @torch.inference_mode()
     def select_rows(self, rows: torch.Tensor) -> None:
         """Keep only ``rows`` of the batch (finished rows leave so they cost nothing)."""
-        rows = rows.to(self.device)
-        self.cache.select_rows(rows)
+        rows = rows.to(_HOST)
+        self.cache.select_rows(rows)  # (each layer moves the index to its buffers' device)
+        self._drop_graphs()
         self.valid = self.valid.index_select(0, rows)
         self.slot_pos = self.slot_pos.index_select(0, rows)
         self._trim()

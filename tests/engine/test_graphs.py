@@ -1,0 +1,130 @@
+"""Padded static steps (what a CUDA graph replays) on any device, and the CUDA graphs where a GPU is."""
+
+import pytest
+import torch
+
+from specdec.decoders import SpeculativeSampling
+from specdec.drafters import ModelDrafter, PromptLookupDrafter
+from specdec.engine import Engine
+from specdec.errors import InvalidArgumentError
+from specdec.pipeline import Pipeline
+from tiny import make_llama
+
+VOCAB = 320
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
+
+
+def _tokens(n: int, rows: int = 1) -> torch.Tensor:
+    return torch.randint(3, VOCAB, (rows, n), generator=torch.Generator().manual_seed(0))
+
+
+def _script(engine: Engine, x: torch.Tensor) -> list[torch.Tensor]:
+    """Prefill, one-token steps, a padded-row block, a tree with keep, rollback, growth."""
+    tree = torch.tensor([[1, 0, 0], [1, 1, 0], [1, 0, 1]], dtype=torch.bool)
+    pad = torch.tensor([[True, True, True], [True, False, False]])
+    engine.reset(2, 16)
+    log = [engine.extend(x[:, :10]).logits, engine.extend(x[:, 10:11]).logits]
+    log.append(engine.extend(x[:, 11:14], token_mask=pad).logits)
+    log.append(engine.extend(x[:, 14:17], tree_mask=tree).logits)
+    engine.keep(torch.tensor([[True, False, True], [True, True, False]]))
+    engine.rollback(torch.tensor([1, 0]))
+    for i in range(17, 90, 4):  # past the first capacity: compaction and growth on the way
+        log.append(engine.extend(x[:, i : i + 4], num_logits=2).logits)
+        engine.rollback(1)
+    log.append(engine.extend(x[:, 90:100]).logits)  # wider than the padded width: eager
+    return log
+
+
+def test_padded_steps_compute_what_eager_steps_compute():
+    model = make_llama(VOCAB, seed=2, hidden=64)
+    x = _tokens(100, rows=2)
+    eager, padded = Engine(model), Engine(model)
+    padded.capture_graphs(8, capture=False)
+    calls = []
+    step = padded.graphs.step
+    padded.graphs.step = lambda *args: calls.append(args[0].shape) or step(*args)
+    for got, want in zip(_script(padded, x), _script(eager, x), strict=True):
+        assert got.shape == want.shape
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert torch.equal(padded.num_tokens, eager.num_tokens)  # (slots differ: it makes room for 8 a block)
+    # Every block but the prefill and the 10-token one ran padded to 8 tokens.
+    assert calls and set(calls) == {(2, 8)} and len(calls) == len(_script(eager, x)) - 2
+
+
+def test_a_token_decoded_alone_or_verified_in_a_block_gets_the_same_logits():
+    """The point of one padded width: decode and verify share every product's shape, so the logits
+    agree bit for bit (on CPU the packed linears are batch-invariant anyway; on a GPU this is what
+    keeps cuBLAS from choosing a different kernel for one row than for five)."""
+    model = make_llama(VOCAB, seed=3, hidden=64)
+    x = _tokens(16)
+    one, block = Engine(model), Engine(model)
+    for engine in (one, block):
+        engine.capture_graphs(8, capture=False)
+        engine.reset(1, 16)
+        engine.extend(x[:, :10])
+    stepped = torch.cat([one.extend(x[:, i : i + 1]).logits for i in range(10, 16)], dim=1)
+    assert torch.equal(block.extend(x[:, 10:16]).logits, stepped)
+
+
+def test_speculative_decoding_on_padded_engines_is_lossless(tiny_tokenizer):
+    target = make_llama(len(tiny_tokenizer), seed=0, layers=3)
+    drafter = ModelDrafter(make_llama(len(tiny_tokenizer), seed=7), tiny_tokenizer)
+    pipe = Pipeline(target, tiny_tokenizer)
+    plain = pipe.generate(["the quick brown fox"], method="plain", max_new_tokens=30)
+    pipe.engine.capture_graphs(capture=False)
+    drafter.engine.capture_graphs(capture=False)
+    for draft in (drafter, PromptLookupDrafter()):
+        for method in ("plain", SpeculativeSampling(4), SpeculativeSampling("adaptive")):
+            out = pipe.with_drafter(draft).generate(["the quick brown fox"], method=method, max_new_tokens=30)
+            assert out.token_ids == plain.token_ids
+
+
+def test_graphed_engines_keep_their_cache_buffers_across_batches_of_one_shape():
+    engine = Engine(make_llama(VOCAB, seed=1))
+    engine.capture_graphs(4, capture=False)
+    engine.reset(1, 10)
+    assert engine.cache.capacity == 64  # rounded up: fewer shapes to capture
+    engine.extend(_tokens(5))
+    cache = engine.cache
+    engine.reset(1, 30)
+    assert engine.cache is cache and engine.length == 0 and not engine.valid.any()
+    engine.reset(2, 30)  # another batch size: new buffers
+    assert engine.cache is not cache
+
+
+def test_bad_graph_settings_are_clear_errors():
+    engine = Engine(make_llama(VOCAB, seed=1))
+    for width in (0, 17, True, 2.0):
+        with pytest.raises(InvalidArgumentError, match="graph width"):
+            engine.capture_graphs(width, capture=False)
+    if not torch.cuda.is_available():
+        with pytest.raises(InvalidArgumentError, match="CUDA device"):
+            engine.capture_graphs(capture=True)
+
+
+@cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_graph_replays_compute_what_the_padded_steps_compute(dtype):
+    model = make_llama(VOCAB, seed=2, hidden=64).to("cuda", dtype)
+    x = _tokens(100, rows=2)
+    padded, graphed = Engine(model), Engine(model)
+    padded.capture_graphs(8, capture=False)
+    graphed.capture_graphs(8)
+    for got, want in zip(_script(graphed, x), _script(padded, x), strict=True):
+        assert torch.equal(got, want)
+    assert graphed.graphs.graphs  # it did capture
+
+
+@cuda
+def test_compile_on_cuda_means_graphs_and_bf16_greedy_stays_lossless(tiny_tokenizer):
+    target = make_llama(len(tiny_tokenizer), seed=0, layers=3).to("cuda", torch.bfloat16)
+    draft = make_llama(len(tiny_tokenizer), seed=7).to("cuda", torch.bfloat16)
+    drafter = ModelDrafter(draft, tiny_tokenizer)
+    drafter.engine.capture_graphs()
+    pipe = Pipeline(target, tiny_tokenizer, compile=True)
+    assert pipe.engine.graphs is not None and pipe.engine.graphs.capture
+    prompts = ["the quick brown fox", "def add(a, b):"]
+    plain = pipe.generate(prompts, method="plain", max_new_tokens=40)
+    for draft in (drafter, PromptLookupDrafter()):
+        out = pipe.with_drafter(draft).generate(prompts, method=SpeculativeSampling(4), max_new_tokens=40)
+        assert out.token_ids == plain.token_ids

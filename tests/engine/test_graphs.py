@@ -128,3 +128,43 @@ def test_compile_on_cuda_means_graphs_and_bf16_greedy_stays_lossless(tiny_tokeni
     for draft in (drafter, PromptLookupDrafter()):
         out = pipe.with_drafter(draft).generate(prompts, method=SpeculativeSampling(4), max_new_tokens=40)
         assert out.token_ids == plain.token_ids
+
+
+def test_rounded_read_lengths_change_nothing_but_the_shapes(tiny_tokenizer):
+    """Reading a multiple of ``read_bucket`` slots (free ones masked out, as CUDA engines do so that
+    attention sees few distinct shapes) computes what exact-length reads compute."""
+    model = make_llama(VOCAB, seed=2, hidden=64)
+    x = _tokens(100, rows=2)
+    exact, rounded = Engine(model), Engine(model)
+    rounded.read_bucket = 16
+    for got, want in zip(_script(rounded, x), _script(exact, x), strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    cache = rounded.cache  # the last block's read: rounded up past its end
+    assert (cache.read_end - cache.read_start) % 16 == 0 and cache.read_end > rounded.length
+    target = make_llama(len(tiny_tokenizer), seed=0, layers=3)
+    pipe, reference = Pipeline(target, tiny_tokenizer), Pipeline(target, tiny_tokenizer)
+    pipe.engine.read_bucket = 16
+    plain = reference.generate(["the quick brown fox"], method="plain", max_new_tokens=30)
+    for method in ("plain", SpeculativeSampling(4)):
+        out = pipe.with_drafter(PromptLookupDrafter()).generate(
+            ["the quick brown fox"], method=method, max_new_tokens=30
+        )
+        assert out.token_ids == plain.token_ids
+
+
+def test_a_compiled_padded_step_does_not_recompile_when_the_capacity_changes():
+    """The warm-up's capacity must not equal another input size (here the 64-wide head): dynamo's
+    duck sizing would tie the two and recompile at the first real capacity."""
+    from torch._dynamo.utils import counters
+
+    model = make_llama(VOCAB, seed=0, hidden=256)  # 4 heads of 64
+    model.config.max_position_embeddings = 1024
+    pipe = Pipeline(model)
+    pipe.engine.capture_graphs(capture=False, compile=True)
+    graphs = counters["stats"]["unique_graphs"]
+    capacities = set()
+    for n in (10, 60, 200):
+        pipe.generate([3 + i % 300 for i in range(n)], method="plain", max_new_tokens=8)
+        capacities.add(pipe.engine.cache.capacity)
+    assert capacities == {64, 128, 256}
+    assert counters["stats"]["unique_graphs"] == graphs

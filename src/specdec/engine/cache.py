@@ -48,13 +48,13 @@ class SlotLayer(CacheLayerMixin):
         end = start + key_states.shape[-2]
         self.keys[:, :, start:end] = key_states
         self.values[:, :, start:end] = value_states
-        first = self.owner.read_start
-        return self.keys[:, :, first:end], self.values[:, :, first:end]
+        first, last = self.owner.read_start, max(end, self.owner.read_end)
+        return self.keys[:, :, first:last], self.values[:, :, first:last]
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
         if self.owner.slots is not None:
             return self.owner.capacity, 0
-        return self.owner.write_start + query_length, 0
+        return max(self.owner.write_start + query_length, self.owner.read_end), 0
 
     def get_seq_length(self) -> int:
         return self.owner.write_start
@@ -93,6 +93,7 @@ class SlotCache(Cache):
         self.capacity = capacity
         self.write_start = 0
         self.read_start = 0  # attention reads slots read_start .. (skipping reserved slots no query sees)
+        self.read_end = 0  # .. up to the block's end, or this slot if later (a read length rounded up)
         # Set for a static-shape (compiled) step: the slot index of each new token, a tensor so the
         # step's graph does not depend on where in the cache it writes; reads then span the capacity.
         self.slots: torch.Tensor | None = None

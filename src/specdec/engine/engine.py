@@ -189,6 +189,10 @@ class Engine:
                 f"the lean forward does not reproduce {type(model).__name__}'s logits: use lean=None or False"
             )
         self.lean = matches
+        # Attention reads a number of slots that is a multiple of this (the free ones masked out). On
+        # CUDA, SDPA may pick cuDNN attention, which builds an execution plan per new shape: a read
+        # length growing by one slot a step would be a new shape every step. Rounded, a few serve all.
+        self.read_bucket = 64 if self.device.type == "cuda" else 1
         self.cache: SlotCache | None = None
         self.compiled: nn.Module | None = None
         self.graphs: StepGraphs | None = None
@@ -263,10 +267,22 @@ class Engine:
             self._warm_up((2, 1, 2) if one_token else (2, 2))
 
     def _warm_up(self, widths: Sequence[int]) -> None:
-        """Run blocks of ``widths`` tokens on a scratch one-row batch, so compiles happen now."""
+        """Run blocks of ``widths`` tokens on a scratch one-row batch, so compiles happen now.
+
+        Its capacity differs from every other size the step's inputs have: dynamo's duck sizing gives
+        equal sizes one symbol, so a first capacity equal to, say, the head dimension ties the two
+        and the next capacity recompiles (64 slots on a 64-wide head: 13 s of a GPU run).
+        """
         if self.cache is not None:
             return
-        self.reset(1, 8)
+        config = self.config
+        heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        taken = {1, heads, head_dim, *widths, self.graphs.width if self.graphs else 1}
+        capacity = 9
+        while self._capacity_for(capacity) in taken:
+            capacity += 1
+        self.reset(1, capacity)
         try:
             for width in widths:
                 self.extend(torch.zeros(1, width, dtype=torch.long, device=self.device))
@@ -482,11 +498,20 @@ class Engine:
             key_pos = self.slot_pos.clone()
             key_pos[:, start : start + run_width] = positions
             slots = torch.arange(start, start + run_width)
+            read_end = 0
         else:
-            mask = torch.cat([past, block], dim=-1)[:, None]
-            key_pos = torch.cat([self.slot_pos[:, first : self.length], positions], dim=-1)
+            # Reads end at a multiple of ``read_bucket`` slots past ``first`` (free slots masked out).
+            end = start + width
+            read_end = min(
+                self.cache.capacity, first + -(-(end - first) // self.read_bucket) * self.read_bucket
+            )
+            beyond = torch.zeros(batch, width, read_end - end, dtype=torch.bool)
+            mask = torch.cat([past, block, beyond], dim=-1)[:, None]
+            key_pos = torch.cat(
+                [self.slot_pos[:, first : self.length], positions, self.slot_pos[:, end:read_end]], -1
+            )
 
-        self.cache.write_start, self.cache.read_start = start, first
+        self.cache.write_start, self.cache.read_start, self.cache.read_end = start, first, read_end
         kwargs = {}
         if self._takes_logits_to_keep and num_logits is not None and not static:
             kwargs["logits_to_keep"] = num_logits  # a static step computes them all: one graph fewer

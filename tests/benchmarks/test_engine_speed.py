@@ -43,6 +43,7 @@ def test_weight_bytes_count_what_a_step_reads():
         ("--engines turbo", "--engines takes some of eager, compiled, graphs"),
         *([] if torch.cuda.is_available() else [("--engines graphs", "compiled-graphs need --device cuda")]),
         ("--new-tokens 1", "--new-tokens must be >= 2"),
+        ("--graph-width 17", "--graph-width must be in 1..16"),
         ("--dtype int8", "unknown dtype"),
     ],
 )

@@ -31,6 +31,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from specdec.benchmarks.report import machine_info
 from specdec.decoders.stats import sync_device
 from specdec.engine import Engine
+from specdec.engine.engine import STATIC_WIDTHS
 from specdec.errors import InvalidArgumentError
 from specdec.models.loading import resolve_device, resolve_dtype
 from specdec.pipeline import Pipeline
@@ -79,6 +80,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="ours to run, comma-separated: eager, compiled, graphs, compiled-graphs (the last two on CUDA)",
     )
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N")
+    parser.add_argument(
+        "--graph-width", type=int, default=STATIC_WIDTHS, help="tokens every graphed step is padded to"
+    )
     parser.add_argument("--dtype", default="float32", help="float32, bfloat16, float16")
     parser.add_argument("--prompt-tokens", type=int, default=128)
     parser.add_argument("--new-tokens", type=int, default=32)
@@ -124,7 +128,9 @@ def copy_bandwidth(device: torch.device, nbytes: int, repeats: int = 5) -> float
     return 2 * nbytes / statistics.median(times[1:])
 
 
-def _runners(model, engines: list[str], with_hf: bool) -> tuple[dict, float | None, dict[str, Engine]]:
+def _runners(
+    model, engines: list[str], with_hf: bool, graph_width: int = STATIC_WIDTHS
+) -> tuple[dict, float | None, dict[str, Engine]]:
     """name -> generate(prompt ids, n) -> new token ids; the (last) compiled engine's build time; the
     engines that replay CUDA graphs, by runner name."""
     runners, build_s, graphed = {}, None, {}
@@ -150,9 +156,9 @@ def _runners(model, engines: list[str], with_hf: bool) -> tuple[dict, float | No
             pipe.engine.compile_steps(one_token=True)
             build_s = time.perf_counter() - started
         if engine == "graphs":  # captured on first use, in the warm-up
-            pipe.engine.capture_graphs()
+            pipe.engine.capture_graphs(graph_width)
         if engine == "compiled-graphs":  # compiled now, captured on first use
-            pipe.engine.capture_graphs(compile=True)
+            pipe.engine.capture_graphs(graph_width, compile=True)
             build_s = time.perf_counter() - started
         if pipe.engine.graphs is not None:
             graphed[f"ours-{engine}"] = pipe.engine
@@ -178,7 +184,7 @@ def replay_seconds(engine: Engine, repeats: int = 50) -> float:
 
 def measure(shape: str, engines: list[str], args, device: torch.device, dtype: torch.dtype) -> dict:
     model = random_model(shape, device, dtype)
-    runners, build_s, graphed = _runners(model, engines, not args.no_hf)
+    runners, build_s, graphed = _runners(model, engines, not args.no_hf, args.graph_width)
     prompt = torch.randint(
         0, model.config.vocab_size, (args.prompt_tokens,), generator=torch.Generator().manual_seed(1)
     ).tolist()
@@ -237,6 +243,8 @@ def run_from_args(args: argparse.Namespace) -> dict:
             raise InvalidArgumentError(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}")
     if args.new_tokens < 2 or args.prompt_tokens < 1 or args.repeats < 1:
         raise InvalidArgumentError("--new-tokens must be >= 2, --prompt-tokens and --repeats >= 1")
+    if not 1 <= args.graph_width <= STATIC_WIDTHS:
+        raise InvalidArgumentError(f"--graph-width must be in 1..{STATIC_WIDTHS}")
     report = {
         "machine": machine_info(),
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "func"},
@@ -260,7 +268,12 @@ def markdown(report: dict) -> str:
         f"{m['transformers']}. Greedy, {cfg['prompt_tokens']}-token random prompt, decode speed "
         f"(N − 1) / (T(N) − T(1)) with N = {cfg['new_tokens']}, median of {cfg['repeats']} interleaved "
         f"rounds, {cfg['dtype']} on {cfg['device']}. Bound: measured copy bandwidth / weight bytes per "
-        "step (see `specdec.benchmarks.engine_speed`). identical: the same tokens as the first row.",
+        "step (see `specdec.benchmarks.engine_speed`). identical: the same tokens as the first row."
+        + (
+            f" Graphed engines pad every step to {cfg['graph_width']} tokens."
+            if "graphs" in cfg["engines"] and "graph_width" in cfg
+            else ""
+        ),
         "",
         "| shape | params | weights (MB) | bandwidth (GB/s) | bound (tok/s) | runner | tok/s | × first "
         "| of bound | identical |",

@@ -482,35 +482,11 @@ class Engine:
             past[..., : self.reserved] = sees_reserved.to(_HOST, torch.bool)[:, :, None]
         start = self.length
         if static:
-            # Every input fixed in shape for (batch, run width, capacity): the mask spans the whole
-            # cache (free and rolled-back slots masked out), the new tokens' slots come as a tensor,
-            # and padding queries (beyond ``width``) see only their own slot.
-            mask = torch.zeros(batch, run_width, self.cache.capacity, dtype=torch.bool)
-            mask[:, :width, first : self.length] = past
-            mask[:, :width, start : start + width] = block
-            mask[:, width:, start + width : start + run_width] = torch.eye(
-                run_width - width, dtype=torch.bool
-            )
-            mask = mask[:, None]
-            pad = torch.zeros(batch, run_width - width, dtype=torch.long)
-            positions = torch.cat([positions, pad], dim=1)
-            tokens = torch.cat([tokens, pad.to(tokens.device)], dim=1)  # tokens stay where they are
-            key_pos = self.slot_pos.clone()
-            key_pos[:, start : start + run_width] = positions
-            slots = torch.arange(start, start + run_width)
-            read_end = 0
+            mask, positions, key_pos, slots = self._static_layout(past, block, positions, first, run_width)
+            pad = torch.zeros(batch, run_width - width, dtype=torch.long, device=tokens.device)
+            tokens, read_end = torch.cat([tokens, pad], dim=1), 0  # tokens stay where they are
         else:
-            # Reads end at a multiple of ``read_bucket`` slots past ``first`` (free slots masked out).
-            end = start + width
-            read_end = min(
-                self.cache.capacity, first + -(-(end - first) // self.read_bucket) * self.read_bucket
-            )
-            beyond = torch.zeros(batch, width, read_end - end, dtype=torch.bool)
-            mask = torch.cat([past, block, beyond], dim=-1)[:, None]
-            key_pos = torch.cat(
-                [self.slot_pos[:, first : self.length], positions, self.slot_pos[:, end:read_end]], -1
-            )
-
+            mask, key_pos, read_end = self._eager_layout(past, block, positions, first)
         self.cache.write_start, self.cache.read_start, self.cache.read_end = start, first, read_end
         kwargs = {}
         if self._takes_logits_to_keep and num_logits is not None and not static:
@@ -521,7 +497,7 @@ class Engine:
             # A graph's output buffer is overwritten by its next replay: keep a copy.
             logits = (logits if num_logits is None else logits[:, -num_logits:]).clone()
             return self._extended(start, width, token_mask, positions, logits, {})
-        tokens, positions = tokens.to(self.device), positions.to(self.device)
+        host_positions, tokens, positions = positions, tokens.to(self.device), positions.to(self.device)
         masks = _to_device(masks, self.device)
         runner = self.model if model is None else model
         if static:
@@ -556,12 +532,41 @@ class Engine:
                 hidden = {i: out.hidden_states[i] for i in hidden_layers}
         finally:
             self.cache.slots = None
-        return self._extended(start, width, token_mask, positions, logits, hidden)
+        return self._extended(start, width, token_mask, host_positions, logits, hidden)
+
+    def _static_layout(self, past, block, positions, first: int, run_width: int) -> tuple:
+        """Inputs fixed in shape for (rows, run width, capacity): the mask ``[B, 1, run width, capacity]``
+        spans the whole cache (free and rolled-back slots masked out), padding queries (beyond the
+        block) see only their own slot, and the new tokens' slots come as a tensor. Returns the mask,
+        the padded positions, every slot's key position and the slots."""
+        batch, width = positions.shape
+        start = self.length
+        mask = torch.zeros(batch, run_width, self.cache.capacity, dtype=torch.bool)
+        mask[:, :width, first:start] = past
+        mask[:, :width, start : start + width] = block
+        mask[:, width:, start + width : start + run_width] = torch.eye(run_width - width, dtype=torch.bool)
+        positions = torch.cat([positions, torch.zeros(batch, run_width - width, dtype=torch.long)], dim=1)
+        key_pos = self.slot_pos.clone()
+        key_pos[:, start : start + run_width] = positions
+        return mask[:, None], positions, key_pos, torch.arange(start, start + run_width)
+
+    def _eager_layout(self, past, block, positions, first: int) -> tuple:
+        """The mask ``[B, 1, T, K]`` and key positions of an eager block over slots ``first`` up to a
+        multiple of ``read_bucket`` slots (the free ones beyond the block masked out), and that end."""
+        batch, width = positions.shape
+        end = self.length + width
+        read_end = min(self.cache.capacity, first + -(-(end - first) // self.read_bucket) * self.read_bucket)
+        beyond = torch.zeros(batch, width, read_end - end, dtype=torch.bool)
+        mask = torch.cat([past, block, beyond], dim=-1)[:, None]
+        key_pos = torch.cat(
+            [self.slot_pos[:, first : self.length], positions, self.slot_pos[:, end:read_end]], -1
+        )
+        return mask, key_pos, read_end
 
     def _extended(self, start, width, token_mask, positions, logits, hidden) -> ExtendOutput:
-        """Mark the block's ``width`` slots from ``start`` as holding its tokens."""
+        """Mark the block's ``width`` slots from ``start`` as holding its tokens (host ``positions``)."""
         self.valid[:, start : start + width] = token_mask
-        self.slot_pos[:, start : start + width] = positions[:, :width].to(_HOST)
+        self.slot_pos[:, start : start + width] = positions[:, :width]
         self.length = start + width
         self._block = (start, width)
         return ExtendOutput(logits=logits, hidden_states=hidden)

@@ -150,10 +150,10 @@ class Engine:
             tokens) run as static-shape steps under ``torch.compile`` (:meth:`compile_steps`); on
             CUDA, every plain block of up to ``STATIC_WIDTHS`` tokens runs as one padded static step
             replayed from a CUDA graph of the compiled model (:meth:`capture_graphs`). Prefills and
-            blocks with given layer
-            inputs, embeddings or hidden-state outputs stay eager. Off by default: on a 2-core CPU it
-            saved 4-10 % of a 4-token target block for ~50 s of compiling
-            (``benchmarks/COMPILE_PROBE.md``).
+            blocks with given layer inputs, embeddings or hidden-state outputs stay eager. Off by
+            default: on a 2-core CPU it saved 4-10 % of a 4-token target block for ~50 s of compiling
+            (``benchmarks/COMPILE_PROBE.md``); on an H100 it made plain decoding 10-15× HF
+            ``generate`` (``benchmarks/ENGINE_SPEED_GPU.md``).
         lean: run plain blocks through :func:`~specdec.engine.lean.lean_forward` (the model's own
             modules without transformers' per-call wrappers); ``None`` means "when it gives this
             model's logits bit for bit", checked on a probe at construction.

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from specdec.cli.main import main
+from specdec.decoders import SpeculativeSampling
 from specdec.drafters import make_drafter
 from specdec.errors import DataNotFoundError, InvalidArgumentError
 from specdec.models import load_model
@@ -20,6 +21,7 @@ from specdec.models.draft_vocab import (
     trim_output_head,
     write_vocab_file,
 )
+from specdec.pipeline import Pipeline
 from specdec.sampling import SamplingConfig, logits_to_probs
 from specdec.training.answers import TargetAnswer
 from tiny import make_gpt2, make_llama, random_answers_file
@@ -83,6 +85,18 @@ def test_cli_counts_tokens_and_vocab_spec_builds_a_trimmed_drafter(tmp_path, tin
     assert cheap.model.dtype == torch.bfloat16 and torch.equal(cheap.vocab, drafter.vocab)
     assert cheap.engine.model.dtype == torch.bfloat16
     assert target.model.dtype == torch.float32  # the target keeps its own precision
+    int8 = make_drafter(f"int8:vocab-16:{tiny_model_dir}", target.model, target.tokenizer)
+    quantized = [
+        m for m in int8.engine.model.modules() if isinstance(m, torch.ao.nn.quantized.dynamic.Linear)
+    ]
+    assert len(quantized) == 7 * target.model.config.num_hidden_layers + 1  # every linear, the head too
+    assert quantized[-1].out_features == len(int8.vocab) and torch.equal(int8.vocab, drafter.vocab)
+    pipe = Pipeline(target.model, target.tokenizer)
+    plain = pipe.generate(["the quick brown fox"], method="plain", max_new_tokens=20)
+    out = pipe.with_drafter(int8).generate(
+        ["the quick brown fox"], method=SpeculativeSampling(3), max_new_tokens=20
+    )
+    assert out.token_ids == plain.token_ids and out.stats.proposed_tokens > 0
     with pytest.raises(InvalidArgumentError, match="vocab-N:MODEL with N >= 1"):
         make_drafter(f"vocab-0:{tiny_model_dir}", target.model, target.tokenizer)
     (tiny_model_dir / VOCAB_FILE).unlink()

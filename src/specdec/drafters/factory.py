@@ -34,7 +34,8 @@ DRAFTER_SPECS = (
     "or a model name / directory / .gguf file (an independent small model with the same tokenizer; "
     "tree-K:MODEL drafts a top-K tree with it; vocab-N:MODEL computes its logits for the N tokens "
     "the target writes most often only, from the draft folder's draft_vocab.json; bf16:MODEL or "
-    "fp16:MODEL loads it in that precision: a cheaper draft, the same exact verification)"
+    "fp16:MODEL loads it in that precision, int8:MODEL quantises its linears (dynamic int8): a cheaper "
+    "draft, the same exact verification)"
 )
 
 
@@ -79,12 +80,15 @@ def make_drafter(
         if shape == "auto":
             shape = chosen_tree_shape(folder)
         return BiTADrafter(adapter, shape, name=spec)
-    width, size, name = 1, None, spec
-    while True:  # prefixes of a model drafter, in any order: tree-K:, vocab-N:, bf16: / fp16:
+    width, size, name, int8 = 1, None, spec, False
+    while True:  # prefixes of a model drafter, in any order: tree-K:, vocab-N:, bf16: / fp16: / int8:
         head, sep, rest = spec.partition(":")
         if sep and head in DRAFT_DTYPES:
             load_kwargs = {**load_kwargs, "dtype": head}
             spec = rest
+            continue
+        if sep and head == "int8":
+            int8, spec = True, rest
             continue
         if not sep or not head.startswith(("tree-", "vocab-")):
             break
@@ -100,7 +104,7 @@ def make_drafter(
     if size is not None:
         eos = loaded.model.config.eos_token_id
         keep = top_tokens(vocab_folder(spec), size, always=eos if isinstance(eos, list) else [eos])
-    return ModelDrafter(loaded.model, loaded.tokenizer, name=name, tree_width=width, vocab=keep)
+    return ModelDrafter(loaded.model, loaded.tokenizer, name=name, tree_width=width, vocab=keep, int8=int8)
 
 
 def vocab_folder(model_spec: str) -> Path:

@@ -12,6 +12,7 @@ from specdec.drafters.base import Draft, Drafter, Feedback
 from specdec.engine import Engine, ExtendOutput
 from specdec.errors import InvalidArgumentError
 from specdec.models.draft_vocab import trim_output_head
+from specdec.models.surgery import reduced_precision_copy
 from specdec.models.vocabulary import check_same_vocabulary
 from specdec.sampling import (
     Draws,
@@ -119,7 +120,9 @@ class ModelDrafter(Drafter):
     With ``tree_width`` k > 1 it proposes a top-k tree: its chain, and at each depth the k − 1 next
     most likely tokens as leaves (only the chain token has children, BiTA's efficient tree).
     With ``vocab`` (token ids) its output head computes only those rows and p is zero elsewhere
-    (:mod:`specdec.models.draft_vocab`): a cheaper step, the same exact verification.
+    (:mod:`specdec.models.draft_vocab`): a cheaper step, the same exact verification. With ``int8``
+    its linears (the trimmed head included) run dynamically quantised: half a bf16 draft's weight
+    bytes, which is what its first step after a target pass reads from memory again.
     """
 
     has_confidence = True
@@ -133,6 +136,7 @@ class ModelDrafter(Drafter):
         name: str = "model",
         tree_width: int = 1,
         vocab: torch.Tensor | None = None,
+        int8: bool = False,
     ):
         if isinstance(tree_width, bool) or not isinstance(tree_width, int) or tree_width < 1:
             raise InvalidArgumentError(f"tree_width must be an integer >= 1, got {tree_width!r}")
@@ -140,6 +144,8 @@ class ModelDrafter(Drafter):
         self.tokenizer = tokenizer
         self.vocab = vocab
         drafting = model if vocab is None else trim_output_head(model, vocab)
+        if int8:
+            drafting = reduced_precision_copy(drafting, "int8")
         self.engine = Engine(drafting, pack_weights=pack_weights)
         self.name = name
         self.tree_width = tree_width

@@ -10,7 +10,7 @@ import torch
 
 from specdec.cli.main import main
 from specdec.decoders import SpeculativeSampling
-from specdec.drafters import make_drafter
+from specdec.drafters import ModelDrafter, make_drafter
 from specdec.errors import DataNotFoundError, InvalidArgumentError
 from specdec.models import load_model
 from specdec.models.draft_vocab import (
@@ -97,6 +97,8 @@ def test_cli_counts_tokens_and_vocab_spec_builds_a_trimmed_drafter(tmp_path, tin
         ["the quick brown fox"], method=SpeculativeSampling(3), max_new_tokens=20
     )
     assert out.token_ids == plain.token_ids and out.stats.proposed_tokens > 0
+    with pytest.raises(InvalidArgumentError, match="int8 drafts run on CPU only"):
+        ModelDrafter(make_llama(VOCAB, seed=1).to("meta"), int8=True)
     with pytest.raises(InvalidArgumentError, match="vocab-N:MODEL with N >= 1"):
         make_drafter(f"vocab-0:{tiny_model_dir}", target.model, target.tokenizer)
     (tiny_model_dir / VOCAB_FILE).unlink()

@@ -145,6 +145,10 @@ class ModelDrafter(Drafter):
         self.vocab = vocab
         drafting = model if vocab is None else trim_output_head(model, vocab)
         if int8:
+            if next(model.parameters()).device.type != "cpu":
+                raise InvalidArgumentError(
+                    "int8 drafts run on CPU only (dynamic int8 linears); use bf16: on a GPU"
+                )
             drafting = reduced_precision_copy(drafting, "int8")
         self.engine = Engine(drafting, pack_weights=pack_weights)
         self.name = name

@@ -174,10 +174,10 @@ def replay_seconds(engine: Engine, repeats: int = 50) -> float:
     graph = next(iter(engine.graphs.graphs.values())).graph
     times = []
     for _ in range(repeats):
-        torch.cuda.synchronize()
+        sync_device(engine.device)
         start = time.perf_counter()
         graph.replay()
-        torch.cuda.synchronize()
+        sync_device(engine.device)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 

@@ -20,7 +20,7 @@ from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 
 from specdec.engine.cache import SlotCache
-from specdec.engine.graphs import StepGraphs
+from specdec.engine.graphs import StepGraphs, masks_to
 from specdec.engine.kernels import pack_linear_layers, packing_supported
 from specdec.engine.lean import lean_forward, lean_forward_matches
 from specdec.engine.memory import check_fits, kv_bytes_per_slot
@@ -96,13 +96,6 @@ def attention_masks(
         return masks
     # Models without per-layer types use one mask for all layers: windowed if they have a window.
     return masks.get("sliding_attention", masks["full_attention"])
-
-
-def _to_device(masks, device: torch.device):
-    """``attention_masks``' output (one tensor or a dict of them) on ``device``."""
-    if isinstance(masks, dict):
-        return {k: m.to(device, non_blocking=True) for k, m in masks.items()}
-    return masks.to(device, non_blocking=True)
 
 
 @contextmanager
@@ -498,7 +491,7 @@ class Engine:
             logits = (logits if num_logits is None else logits[:, -num_logits:]).clone()
             return self._extended(start, width, token_mask, positions, logits, {})
         host_positions, tokens, positions = positions, tokens.to(self.device), positions.to(self.device)
-        masks = _to_device(masks, self.device)
+        masks = masks_to(masks, self.device)
         runner = self.model if model is None else model
         if static:
             runner = self.compiled

@@ -24,14 +24,22 @@ def _masks_list(masks) -> list[torch.Tensor]:
     return list(masks.values()) if isinstance(masks, dict) else [masks]
 
 
+def masks_to(masks, device: torch.device, copy: bool = False):
+    """The engine's attention masks (one tensor, or a dict by layer type) on ``device``; new tensors
+    with ``copy``."""
+    if isinstance(masks, dict):
+        return {k: m.to(device, non_blocking=True, copy=copy) for k, m in masks.items()}
+    return masks.to(device, non_blocking=True, copy=copy)
+
+
 def _on(device: torch.device, tokens, positions, masks, slots) -> tuple:
     """The step's inputs as new tensors on ``device`` (the engine builds all but tokens on the host)."""
-    masks = (
-        {k: m.to(device, copy=True) for k, m in masks.items()}
-        if isinstance(masks, dict)
-        else masks.to(device, copy=True)
+    return (
+        tokens.to(device, copy=True),
+        positions.to(device, copy=True),
+        masks_to(masks, device, copy=True),
+        slots.to(device, copy=True),
     )
-    return tokens.to(device, copy=True), positions.to(device, copy=True), masks, slots.to(device, copy=True)
 
 
 class _Captured:

@@ -81,3 +81,24 @@ def test_train_early_exit_then_decode_with_it(tmp_path, tiny_model_dir, corpus, 
     assert "bild (early-exit-1)" in capsys.readouterr().out
     assert main([*train[:-2], "--exit-layer", "9"]) == 2
     assert "num_layers" in capsys.readouterr().err
+
+
+def test_allocator_is_recorded_and_cpu_training_under_glibc_gets_the_hint(monkeypatch):
+    import specdec.cli.train as train_cli
+    from specdec.benchmarks.report import allocator, machine_info
+
+    monkeypatch.setattr(train_cli.torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(train_cli.platform, "libc_ver", lambda: ("glibc", "2.36"))
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    assert allocator() == machine_info()["allocator"] == "glibc"
+    assert "libjemalloc.so.2" in train_cli.allocator_hint()
+
+    monkeypatch.setenv("LD_PRELOAD", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
+    monkeypatch.setenv("MALLOC_CONF", "dirty_decay_ms:-1")
+    assert allocator() == "libjemalloc.so.2 (MALLOC_CONF=dirty_decay_ms:-1)"
+    assert train_cli.allocator_hint() is None
+
+    monkeypatch.setenv("LD_PRELOAD", "libfoo.so")  # a preload that is no allocator changes nothing
+    assert allocator() == "glibc"
+    monkeypatch.setattr(train_cli.platform, "libc_ver", lambda: ("", ""))
+    assert train_cli.allocator_hint() is None  # musl, macOS: not glibc's behaviour

@@ -32,11 +32,22 @@ def machine_info() -> dict:
         "torch_threads": torch.get_num_threads(),
         # Where a GPU did the work the CPU line alone misleads (a GPU campaign's host is any Xeon).
         "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+        # A caching allocator changes CPU training speed several-fold (see cli.train.allocator_hint).
+        "allocator": allocator(),
         "python": sys.version.split()[0],
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "command": "specdec " + " ".join(sys.argv[1:]) if sys.argv else "",
     }
+
+
+def allocator() -> str:
+    """The malloc in use: a preloaded library (with its ``MALLOC_CONF``) or glibc's."""
+    preloaded = [Path(lib).name for lib in os.environ.get("LD_PRELOAD", "").split() if "malloc" in lib]
+    if not preloaded:
+        return "glibc"
+    conf = os.environ.get("MALLOC_CONF")
+    return " ".join(preloaded) + (f" (MALLOC_CONF={conf})" if conf else "")
 
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -144,7 +155,8 @@ def write_markdown(report: dict, path: Path) -> None:
         f"Raw per-prompt records: `{report['json_path']}`.",
         "",
         f"- machine: {m['cpu']} ({', '.join(m.get('cpu_features', [])) or 'no AVX2'}), {m['cores']} cores "
-        f"({m['torch_threads']} torch threads), {m.get('gpu') or 'no GPU'}",
+        f"({m['torch_threads']} torch threads), {m.get('gpu') or 'no GPU'}"
+        + (f", malloc: {m['allocator']}" if "allocator" in m else ""),
         f"- versions: Python {m['python']}, torch {m['torch']}, transformers {m['transformers']}",
         f"- date: {m['date']}; command: `{m['command']}`",
         f"- target: {cfg['model']} ({cfg.get('dtype', 'float32')} on {cfg.get('device', 'cpu')}); "

@@ -184,8 +184,10 @@ def main(argv: list[str] | None = None) -> int:
             }
             runs[args.what](args)
         elif args.command in ("train", "eval-draft"):
-            from specdec.cli.train import run_eval, run_export, run_train
+            from specdec.cli.train import allocator_hint, run_eval, run_export, run_train
 
+            if args.command == "train" and args.what != "export" and (hint := allocator_hint()):
+                print(hint, file=sys.stderr)
             if args.command == "eval-draft":
                 run_eval(args)
             elif args.what == "tandem":

@@ -1,6 +1,7 @@
 import copy
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -22,6 +23,7 @@ from specdec.training import (
     train_draft,
 )
 from specdec.training import answers as answers_module
+from specdec.training.answers import self_written_prompts, user_turn_prefix
 from tiny import make_gpt2, make_llama, make_tokenizer
 
 SHAKESPEARE = Path(__file__).resolve().parents[2].parent / "shared/data/train/tinyshakespeare/input.txt"
@@ -266,3 +268,66 @@ def test_answers_resume_after_an_interruption(tmp_path, tok, target, monkeypatch
     assert [a.__dict__ for a in resumed] == [a.__dict__ for a in full]
     assert calls == [2]  # the 4th and 5th prompts: one batch, generated again
     assert (torn / path.name).read_text() == path.read_text()
+
+
+def test_user_turn_prefix_is_the_template_up_to_the_users_text(tok):
+    assert tok.decode(user_turn_prefix(tok)) == "<|im_start|>user\n"
+    bare = copy.deepcopy(tok)
+    bare.chat_template = None
+    with pytest.raises(InvalidArgumentError, match="chat template"):
+        user_turn_prefix(bare)
+
+
+def test_self_written_prompts_keep_finished_distinct_requests(tmp_path, tok, target, monkeypatch):
+    """Only requests that ended their turn are kept, once each, in order."""
+    pipe = Pipeline(target, tok)
+    texts = [" ask me ", "cut off", "ask me", "", "another"]
+    reasons = ["eos", "length", "eos", "eos", "eos"]
+    seen_prompts = []
+
+    def scripted(self, prompts, **kw):
+        seen_prompts.extend(prompts)
+        n = len(prompts)
+        return SimpleNamespace(texts=texts[:n], finish_reasons=reasons[:n])
+
+    monkeypatch.setattr(answers_module.Pipeline, "generate", scripted)
+    kept = self_written_prompts(pipe, 5, source="tiny", cache_dir=tmp_path)
+    assert kept == ["ask me", "another"]
+    assert seen_prompts == [user_turn_prefix(tok)] * 5
+
+
+def test_self_written_prompts_are_seeded_cached_and_resume(tmp_path, tok, target, monkeypatch):
+    talker = copy.deepcopy(target)  # ends its turn at about half the positions, so requests vary in length
+    with torch.no_grad():
+        talker.lm_head.weight[tok.eos_token_id] *= 40
+    pipe = Pipeline(talker, tok)
+    kwargs = dict(source="tiny", max_new_tokens=6, batch_size=2)
+    first = self_written_prompts(pipe, 5, cache_dir=tmp_path / "a", **kwargs)
+    assert first == self_written_prompts(pipe, 5, cache_dir=tmp_path / "b", **kwargs)  # same seed
+    assert first and first != self_written_prompts(pipe, 5, cache_dir=tmp_path / "c", seed=7, **kwargs)
+    (path,) = (tmp_path / "a").glob("prompts-*.jsonl")
+    lines = path.read_text().splitlines(keepends=True)
+    assert len(lines) == 5
+    path.write_text("".join(lines[:3]) + lines[3][:4])  # killed while writing the 4th row
+    calls = []
+    original = answers_module.Pipeline.generate
+
+    def counting(self, batch, **kw):
+        calls.append(len(batch))
+        return original(self, batch, **kw)
+
+    monkeypatch.setattr(answers_module.Pipeline, "generate", counting)
+    assert self_written_prompts(pipe, 5, cache_dir=tmp_path / "a", **kwargs) == first
+    assert calls == [2]  # rows 4 and 5, sampled again with their own seeds
+    assert self_written_prompts(pipe, 5, cache_dir=tmp_path / "a", **kwargs) == first
+    assert calls == [2]  # complete: read back, nothing generated
+
+
+def test_data_answers_to_self_written_prompts(tmp_path, tiny_model_dir, capsys):
+    from specdec.cli.main import main
+
+    args = ["data", "answers", "--target", str(tiny_model_dir), "--prompts", "self", "--count", "6"]
+    assert main([*args, "--max-new-tokens", "4", "--cache-dir", str(tmp_path)]) == 0
+    path = Path(capsys.readouterr().out.split(": ")[-1].strip())
+    prompts = (tmp_path / "answers").glob("prompts-*.jsonl")
+    assert path.is_file() and len(list(prompts)) == 1

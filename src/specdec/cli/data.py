@@ -23,8 +23,10 @@ def add_answers_arguments(parser: argparse.ArgumentParser) -> None:
         "--prompts",
         action="append",
         required=True,
-        help="KIND:PATH (KIND: gsm8k, continue, summarize, explain-code), repeatable",
+        help="KIND:PATH (KIND: gsm8k, continue, summarize, explain-code), or `self`: requests the "
+        "target writes itself from its chat template's user turn (Magpie); repeatable",
     )
+    parser.add_argument("--seed", type=int, default=0, help="sampling seed of `--prompts self`")
     parser.add_argument("--count", type=int, default=1000, help="prompts per --prompts source")
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--batch-size", type=int, default=64, help="prompts generated together")
@@ -39,14 +41,20 @@ def add_answers_arguments(parser: argparse.ArgumentParser) -> None:
 def run_answers(args: argparse.Namespace) -> Path:
     from specdec.models import default_cache_dir, load_model
     from specdec.pipeline import Pipeline
-    from specdec.training.answers import answers_key, generate_answers, load_prompts
+    from specdec.training.answers import answers_key, generate_answers, load_prompts, self_written_prompts
 
-    prompts = [p for spec in args.prompts for p in load_prompts(spec, args.count)]
+    corpora = [load_prompts(spec, args.count) for spec in args.prompts if spec != "self"]
     target = load_model(args.target, dtype=args.dtype, cache_dir=args.cache_dir)
     source = f"{target.source}:{target.model.dtype}"
     pipe = Pipeline(target.model, target.tokenizer)
     cache = (Path(args.cache_dir) if args.cache_dir else default_cache_dir()) / "answers"
     started = time.perf_counter()
+    prompts = [p for found in corpora for p in found]
+    if "self" in args.prompts:
+        with tqdm(total=args.count, desc="self-written prompts (cached, resumable)") as bar:
+            prompts += self_written_prompts(
+                pipe, args.count, source=source, cache_dir=cache, seed=args.seed, progress=bar.update
+            )
     with tqdm(total=len(prompts), desc="target answers (cached, resumable)") as bar:
         answers = generate_answers(
             pipe,

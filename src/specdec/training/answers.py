@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from specdec.errors import DataNotFoundError, EmptyDataError
+from specdec.errors import DataNotFoundError, EmptyDataError, InvalidArgumentError
 from specdec.pipeline import Pipeline
 
 # Instruction templates that turn corpus snippets into chat prompts unlike the evaluation sets.
@@ -29,6 +29,10 @@ TEMPLATES = {
     "summarize": "Summarize the following passage in two sentences:\n\n{text}",
     "explain-code": "Explain what the following Python code does:\n\n{text}",
 }
+
+
+# Where a user's message goes in a rendered chat template (found by rendering this in its place).
+_USER_TEXT = "\x00specdec-user-text\x00"
 
 
 @dataclass
@@ -73,6 +77,64 @@ def load_prompts(spec: str, limit: int, snippet_chars: int = 600, per_document: 
     return [TEMPLATES[kind].format(text=t) for t in texts[::step][:limit]]
 
 
+def user_turn_prefix(tokenizer) -> list[int]:
+    """Token ids of the chat template rendered up to where a user's message begins (system turn
+    included): what an instruction-tuned model continues with a request of its own."""
+    if not getattr(tokenizer, "chat_template", None):
+        raise InvalidArgumentError("self-written prompts need a tokenizer with a chat template")
+    text = tokenizer.apply_chat_template([{"role": "user", "content": _USER_TEXT}], tokenize=False)
+    return tokenizer.encode(text[: text.index(_USER_TEXT)], add_special_tokens=False)
+
+
+def self_written_prompts(
+    pipeline: Pipeline,
+    count: int,
+    *,
+    source: str,
+    cache_dir: Path,
+    seed: int = 0,
+    max_new_tokens: int = 64,
+    batch_size: int = 64,
+    progress=None,
+) -> list[str]:
+    """Up to ``count`` user requests written by the target itself (Magpie, Xu et al. 2024).
+
+    Given only the chat template up to where a user's text begins, an instruction-tuned model writes
+    a request of the kind it was tuned on: chat prompts far more varied than templates over a few
+    corpora, and no evaluation set is touched. Row i is sampled at temperature 1, top-p 0.95 (a
+    small model's incoherent tail cut) with seed ``seed + i``; requests that do not end their turn
+    within ``max_new_tokens``, empty ones and repeats are dropped, so fewer than ``count`` may come
+    back. Generated requests are cached (and resumed) like answers, under a key of what determines them.
+    """
+    prefix = user_turn_prefix(pipeline.tokenizer)
+    settings = f"self-written:{count}:{seed}:t1.0:p0.95"
+    template = pipeline.tokenizer.chat_template
+    path = Path(cache_dir) / f"prompts-{answers_key(source, [settings], max_new_tokens, template)}.jsonl"
+    rows = _read_complete(path, parse=lambda row: {"text": str(row["text"])})
+    if progress is not None and rows:
+        progress(len(rows))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for start in range(len(rows), count, batch_size):
+        size = min(batch_size, count - start)
+        out = pipeline.generate(
+            [prefix] * size,
+            method="plain",
+            max_new_tokens=max_new_tokens,
+            temperature=1.0,
+            top_p=0.95,
+            seed=[seed + start + i for i in range(size)],
+        )
+        new = [
+            {"text": text.strip() if reason == "eos" else ""}
+            for text, reason in zip(out.texts, out.finish_reasons, strict=True)
+        ]
+        _append(path, new)
+        rows.extend(new)
+        if progress is not None:
+            progress(size)
+    return list(dict.fromkeys(row["text"] for row in rows if row["text"]))
+
+
 def answers_key(source: str, prompts: Sequence[str], max_new_tokens: int, template: str | None) -> str:
     digest = hashlib.sha256()
     for part in (source, str(max_new_tokens), template or "", *prompts):
@@ -110,10 +172,7 @@ def generate_answers(
             TargetAnswer(pipeline.encode(p, chat=True), ids)
             for p, ids in zip(batch, out.token_ids, strict=True)
         ]
-        with path.open("a") as f:
-            f.write("".join(json.dumps(a.__dict__) + "\n" for a in new))
-            f.flush()
-            os.fsync(f.fileno())
+        _append(path, [a.__dict__ for a in new])
         answers.extend(new)
         if progress is not None:
             progress(len(batch))
@@ -160,16 +219,24 @@ def read_answers(path: Path) -> list[TargetAnswer]:
     return answers
 
 
-def _read_complete(path: Path) -> list[TargetAnswer]:
-    """The answers fully written to ``path``; a torn last line (a run killed mid-write) is cut off."""
+def _append(path: Path, rows: list[dict]) -> None:
+    """Add rows to a cache file and flush them to disk, so a killed run loses only what it was writing."""
+    with path.open("a") as f:
+        f.write("".join(json.dumps(row) + "\n" for row in rows))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _read_complete(path: Path, parse=lambda row: TargetAnswer(**row)) -> list:
+    """The rows fully written to ``path``; a torn last line (a run killed mid-write) is cut off."""
     if not path.is_file():
         return []
     answers, kept = [], 0
     raw = path.read_bytes()
     for line in raw.splitlines(keepends=True):
         try:
-            answers.append(TargetAnswer(**json.loads(line)))
-        except (ValueError, TypeError):
+            answers.append(parse(json.loads(line)))
+        except (ValueError, TypeError, KeyError):
             break
         if not line.endswith(b"\n"):
             answers.pop()

@@ -87,7 +87,14 @@ def geometric_rows(alpha: float, gamma: int, rows: int = 10_000) -> list[int]:
 
 @pytest.mark.parametrize(
     ("alpha", "slope", "draft"),
-    [(0.95, 0.0, 0.0), (0.05, 0.0, 0.002), (0.8, 0.0, 0.001), (0.8, 0.02, 0.0), (0.6, 0.004, 0.004)],
+    [
+        (0.95, 0.0, 0.0),
+        (0.05, 0.0, 0.002),
+        (0.05, 0.004, 0.002),
+        (0.8, 0.0, 0.001),
+        (0.8, 0.02, 0.0),
+        (0.6, 0.004, 0.004),
+    ],
 )
 def test_adaptive_maximises_expected_tokens_per_unit_time(alpha, slope, draft):
     """Fed steps timed by a known cost model and accepted at rate α, it picks the γ that model prefers."""
@@ -98,12 +105,25 @@ def test_adaptive_maximises_expected_tokens_per_unit_time(alpha, slope, draft):
             policy.update(step(gamma, accepted, verify=0.05 + slope * (gamma + 1), draft=draft * gamma))
     assert policy.alpha == pytest.approx(alpha, abs=0.01)
 
-    def true_rate(g: int) -> float:
+    def true_rate(g: int) -> float:  # g = 0: a plain step, one token per one-token call
         return expected_tokens(alpha, g) / (0.05 + slope * (g + 1) + draft * g)
 
-    best = max(range(1, 13), key=true_rate)
-    assert true_rate(policy.next_gamma()) >= 0.99 * true_rate(best)
+    best, chosen = max(range(13), key=true_rate), policy.next_gamma()
+    assert true_rate(chosen) >= 0.99 * true_rate(best)
     if slope == 0 and draft == 0:
-        assert policy.next_gamma() == 12  # free drafts and free verification: as long as allowed
+        assert chosen == 12  # free drafts and free verification: as long as allowed
     if alpha < 0.1:
-        assert policy.next_gamma() == 1
+        assert chosen == (0 if slope else 1)  # drafting pays only while verifying more costs nothing
+
+
+def test_adaptive_stops_drafting_where_it_does_not_pay_and_probes_again():
+    policy = AdaptiveGamma(initial=1, max_gamma=12, probe_every=4)
+    for _ in range(20):
+        for gamma in (1, 2, 3):
+            accepted = geometric_rows(0.1, gamma)
+            policy.update(step(gamma, accepted, verify=0.05 + 0.005 * (gamma + 1), draft=0.004 * gamma))
+    assert policy.gamma == 0  # γ = 1: 1.1 tokens in the time of 1.16 plain steps, and worse beyond
+    assert [policy.next_gamma() for _ in range(8)] == [0, 0, 0, 1, 0, 0, 0, 1]
+    for _ in range(30):  # the probes now find a drafter that is right every time
+        policy.update(step(1, [1], verify=0.06))
+    assert policy.next_gamma() > 1

@@ -16,15 +16,16 @@ SAMPLING = dict(temperature=1.0, top_k=40, max_new_tokens=20)
 
 
 class RandomGamma(GammaPolicy):
-    """A γ schedule as erratic as timing feedback can make one: a fresh random γ every step."""
+    """A γ schedule as erratic as timing feedback can make one: a fresh random γ every step, plain
+    steps (γ = 0, as the adaptive policy takes where drafting does not pay) included."""
 
     max_gamma = 9
 
     def __init__(self, seed: int):
-        self.rng, self.gamma = random.Random(seed), 1
+        self.rng = random.Random(seed)
 
-    def update(self, step) -> None:
-        self.gamma = self.rng.randint(1, self.max_gamma)
+    def next_gamma(self) -> int:
+        return self.rng.randint(0, self.max_gamma)
 
 
 def test_same_seed_same_text_under_any_gamma_schedule(cached):

@@ -3,7 +3,9 @@
 The expected tokens per target call with per-token acceptance α is E(γ) = (1 − α^(γ+1)) / (1 − α),
 and a step costs T_target(γ+1) + γ·T_draft. :class:`AdaptiveGamma` estimates α and both costs
 online and picks the γ that maximises E(γ) / cost(γ), so it shortens drafts when verification
-gets expensive or acceptance drops, where HF's +2/−1 rule only reacts to the last step.
+gets expensive or acceptance drops, where HF's +2/−1 rule only reacts to the last step; and where
+no γ beats a plain step's 1 / T_target(1) it stops drafting for a while (γ = 0), since a drafter
+that is bad at this prompt only slows it down.
 """
 
 from __future__ import annotations
@@ -82,14 +84,24 @@ class AdaptiveGamma(GammaPolicy):
     target's own choice at every position whatever γ is).
     """
 
-    def __init__(self, initial: int = 4, max_gamma: int = 12, decay: float = 0.9):
+    def __init__(self, initial: int = 4, max_gamma: int = 12, decay: float = 0.9, probe_every: int = 8):
         self.gamma, self.max_gamma = check_gamma(initial, "initial"), check_gamma(max_gamma, "max_gamma")
         if isinstance(decay, bool) or not isinstance(decay, int | float) or not 0 < decay < 1:
             raise InvalidArgumentError(f"decay must be in (0, 1), got {decay!r}")
         self.decay = decay
+        # While drafting does not pay (γ = 0), every probe_every-th step drafts one token anyway: plain
+        # steps say nothing about the drafter, and the text ahead may suit it better (a formula, a copy).
+        self.probe_every = check_gamma(probe_every, "probe_every")
+        self._plain_steps = 0
         self.accepted, self.rejected = 4.0, 1.0  # prior: α ≈ 0.8 until evidence arrives
         self.draft_time, self.draft_tokens = 0.0, 0.0
         self._sums = [0.0] * 5  # decayed Σw, Σk, Σk², Σt, Σk·t for the verify-time fit
+
+    def next_gamma(self) -> int:
+        if self.gamma:
+            return self.gamma
+        self._plain_steps += 1
+        return 1 if self._plain_steps % self.probe_every == 0 else 0
 
     @property
     def alpha(self) -> float:
@@ -127,7 +139,9 @@ class AdaptiveGamma(GammaPolicy):
             g: expected_tokens(self.alpha, g) / max(self.verify_time(g + 1) + g * t_draft, 1e-9)
             for g in range(1, self.max_gamma + 1)
         }
-        return max(scores, key=scores.get)
+        best = max(scores, key=scores.get)
+        plain = 1.0 / max(self.verify_time(1), 1e-9)  # one token per one-token call
+        return best if scores[best] > plain else 0
 
     def __repr__(self) -> str:
         return "adaptive"

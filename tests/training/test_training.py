@@ -331,3 +331,5 @@ def test_data_answers_to_self_written_prompts(tmp_path, tiny_model_dir, capsys):
     path = Path(capsys.readouterr().out.split(": ")[-1].strip())
     prompts = (tmp_path / "answers").glob("prompts-*.jsonl")
     assert path.is_file() and len(list(prompts)) == 1
+    assert main([*args[:-1], "0", "--cache-dir", str(tmp_path)]) == 2
+    assert "--count must be an integer >= 1" in capsys.readouterr().err

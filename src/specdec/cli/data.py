@@ -39,10 +39,12 @@ def add_answers_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_answers(args: argparse.Namespace) -> Path:
+    from specdec.inputs import check_count
     from specdec.models import default_cache_dir, load_model
     from specdec.pipeline import Pipeline
     from specdec.training.answers import answers_key, generate_answers, load_prompts, self_written_prompts
 
+    check_count("--count", args.count)
     corpora = [load_prompts(spec, args.count) for spec in args.prompts if spec != "self"]
     target = load_model(args.target, dtype=args.dtype, cache_dir=args.cache_dir)
     source = f"{target.source}:{target.model.dtype}"

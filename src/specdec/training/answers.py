@@ -2,7 +2,8 @@
 
 A drafter is asked to predict the target's own outputs, so that is what it learns best from: BiLD's
 sequence-level alignment (§3.5.1), distilled drafts, Tandem and BiTA all train on the target's
-answers to chat-style prompts built from the training corpora (never the evaluation prompts). At every
+answers to chat-style prompts built from the training corpora or written by the target itself
+(:func:`self_written_prompts`), never the evaluation prompts. At every
 answer position the label *is* the target's greedy choice. Generation is the expensive part, so it
 runs in large batches and is appended to one cache file batch by batch, under a key of everything
 that determines it (target, prompts, length, chat template): an interrupted run resumes where it
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specdec.errors import DataNotFoundError, EmptyDataError, InvalidArgumentError
+from specdec.inputs import check_count
 from specdec.pipeline import Pipeline
 
 # Instruction templates that turn corpus snippets into chat prompts unlike the evaluation sets.
@@ -106,6 +108,7 @@ def self_written_prompts(
     within ``max_new_tokens``, empty ones and repeats are dropped, so fewer than ``count`` may come
     back. Generated requests are cached (and resumed) like answers, under a key of what determines them.
     """
+    check_count("count", count)
     prefix = user_turn_prefix(pipeline.tokenizer)
     settings = f"self-written:{count}:{seed}:t1.0:p0.95"
     template = pipeline.tokenizer.chat_template

@@ -244,6 +244,19 @@ def test_evaluate_runs_without_dropout_and_restores_modes(tok):
     assert not draft.training and target.training
 
 
+def count_generate_calls(monkeypatch) -> list[int]:
+    """Batch sizes of the target's generate calls from here on (they still run)."""
+    calls = []
+    original = answers_module.Pipeline.generate
+
+    def counting(self, batch, **kw):
+        calls.append(len(batch))
+        return original(self, batch, **kw)
+
+    monkeypatch.setattr(answers_module.Pipeline, "generate", counting)
+    return calls
+
+
 def test_answers_resume_after_an_interruption(tmp_path, tok, target, monkeypatch):
     """A run killed mid-file (a torn last line) resumes: the complete answers are kept, the rest
     generated, and the result equals an uninterrupted run."""
@@ -256,14 +269,7 @@ def test_answers_resume_after_an_interruption(tmp_path, tok, target, monkeypatch
     torn = tmp_path / "torn"
     torn.mkdir()
     (torn / path.name).write_text("".join(lines[:3]) + lines[3][:10])  # 3 complete answers and a torn one
-    calls = []
-    original = answers_module.Pipeline.generate
-
-    def counting(self, batch, **kw):
-        calls.append(len(batch))
-        return original(self, batch, **kw)
-
-    monkeypatch.setattr(answers_module.Pipeline, "generate", counting)
+    calls = count_generate_calls(monkeypatch)
     resumed = generate_answers(pipe, prompts, cache_dir=torn, **kwargs)
     assert [a.__dict__ for a in resumed] == [a.__dict__ for a in full]
     assert calls == [2]  # the 4th and 5th prompts: one batch, generated again
@@ -309,14 +315,7 @@ def test_self_written_prompts_are_seeded_cached_and_resume(tmp_path, tok, target
     lines = path.read_text().splitlines(keepends=True)
     assert len(lines) == 5
     path.write_text("".join(lines[:3]) + lines[3][:4])  # killed while writing the 4th row
-    calls = []
-    original = answers_module.Pipeline.generate
-
-    def counting(self, batch, **kw):
-        calls.append(len(batch))
-        return original(self, batch, **kw)
-
-    monkeypatch.setattr(answers_module.Pipeline, "generate", counting)
+    calls = count_generate_calls(monkeypatch)
     assert self_written_prompts(pipe, 5, cache_dir=tmp_path / "a", **kwargs) == first
     assert calls == [2]  # rows 4 and 5, sampled again with their own seeds
     assert self_written_prompts(pipe, 5, cache_dir=tmp_path / "a", **kwargs) == first

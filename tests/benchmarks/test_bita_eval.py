@@ -7,6 +7,7 @@ import torch
 
 from specdec.benchmarks.bita_eval import accepted_full, block_width
 from specdec.cli.main import main
+from specdec.drafters import make_drafter
 from specdec.drafters.bita import TreeShape
 from specdec.models import load_model
 from specdec.models.bita import BiTAAdapter, model_signature
@@ -50,7 +51,9 @@ def test_eval_bita_chooses_a_shape_that_bita_auto_uses(tmp_path, tiny_model_dir,
         main(f"generate hi --no-chat --model {tiny_model_dir} --drafter {spec} --max-new-tokens 4".split())
         == 0
     )
+    assert make_drafter(f"bita:{tmp_path / 'a'}", model, None).shape == TreeShape.parse(chosen, 3)
     (tmp_path / "a" / "tree_shape.json").unlink()
+    assert make_drafter(f"bita:{tmp_path / 'a'}", model, None).shape == TreeShape.parse("efficient", 3)
     assert (
         main(f"generate hi --no-chat --model {tiny_model_dir} --drafter {spec} --max-new-tokens 4".split())
         == 2

@@ -327,8 +327,62 @@ def test_data_answers_to_self_written_prompts(tmp_path, tiny_model_dir, capsys):
 
     args = ["data", "answers", "--target", str(tiny_model_dir), "--prompts", "self", "--count", "6"]
     assert main([*args, "--max-new-tokens", "4", "--cache-dir", str(tmp_path)]) == 0
-    path = Path(capsys.readouterr().out.split(": ")[-1].strip())
+    out = capsys.readouterr().out.splitlines()
+    path = Path(next(line for line in out if "answer tokens" in line).split(": ")[-1])
     prompts = (tmp_path / "answers").glob("prompts-*.jsonl")
     assert path.is_file() and len(list(prompts)) == 1
+    manifest = json.loads(Path(out[-1].removeprefix("manifest: ")).read_text())
+    assert manifest["files"][0]["file"] == path.name
+    assert manifest["files"][0]["answers"] == len(path.read_text().splitlines())
+    assert manifest["settings"]["prompts"] == ["self"] and "machine" in manifest
     assert main([*args[:-1], "0", "--cache-dir", str(tmp_path)]) == 2
     assert "--count must be an integer >= 1" in capsys.readouterr().err
+
+
+def test_answers_are_generated_shortest_first_and_returned_in_prompt_order(
+    tmp_path, tok, target, monkeypatch
+):
+    """Batches hold prompts of similar length (less padding to attend over); results keep prompt order."""
+    pipe = Pipeline(target, tok)
+    prompts = ["a much longer prompt than the others, by far", "hi", "Once upon a time", "ok", "def f(x):"]
+    seen = []
+    original = answers_module.Pipeline.generate
+
+    def recording(self, batch, **kw):
+        seen.append([len(ids) for ids in batch])
+        return original(self, batch, **kw)
+
+    monkeypatch.setattr(answers_module.Pipeline, "generate", recording)
+    answers = generate_answers(
+        pipe, prompts, source="tiny", max_new_tokens=4, cache_dir=tmp_path, batch_size=2
+    )
+    lengths = [n for batch in seen for n in batch]
+    assert lengths == sorted(lengths) and [len(b) for b in seen] == [2, 2, 1]
+    assert [a.prompt_ids for a in answers] == [pipe.encode(p, chat=True) for p in prompts]
+
+
+def test_self_written_prompts_follow_their_openers(tmp_path, tok, target, monkeypatch):
+    """Row i starts from the user-turn prefix plus opener i mod k; the opener is part of the request, and
+    a row that wrote nothing after its opener is dropped."""
+    pipe = Pipeline(target, tok)
+    openers = ("", "Translate", "Fix this code")
+    texts = [" what is a cache?", " this into French: chat", "   ", "How?"]
+    seen_prompts = []
+
+    def scripted(self, prompts, **kw):
+        seen_prompts.extend(prompts)
+        return SimpleNamespace(texts=texts[: len(prompts)], finish_reasons=["eos"] * len(prompts))
+
+    monkeypatch.setattr(answers_module.Pipeline, "generate", scripted)
+    kept = self_written_prompts(pipe, 4, source="tiny", cache_dir=tmp_path, openers=openers)
+    assert kept == ["what is a cache?", "Translate this into French: chat", "How?"]
+    prefix = user_turn_prefix(tok)
+    assert seen_prompts == [
+        prefix,
+        prefix + tok.encode("Translate", add_special_tokens=False),
+        prefix + tok.encode("Fix this code", add_special_tokens=False),
+        prefix,
+    ]
+    plain = self_written_prompts(pipe, 4, source="tiny", cache_dir=tmp_path)
+    assert len(list(tmp_path.glob("prompts-*.jsonl"))) == 2  # openers are part of the cache key
+    assert plain == ["what is a cache?", "this into French: chat", "How?"]

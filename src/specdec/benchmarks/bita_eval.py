@@ -26,6 +26,7 @@ import torch
 
 from specdec.benchmarks.report import machine_info
 from specdec.drafters.bita import TreeShape
+from specdec.drafters.factory import TREE_SHAPE_FILE as SHAPE_FILE
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
 from specdec.models import load_model
@@ -33,7 +34,6 @@ from specdec.models.bita import BiTAAdapter
 from specdec.training.answers import read_answers
 from specdec.training.bita import IGNORE, BiTATrainConfig, accepted_per_step, sar_batch, sar_logits, split
 
-SHAPE_FILE = "tree_shape.json"
 SHAPES = ("straight", "2/1/1", "3/2/1", "efficient", "8/6/4", "full-2", "full-3")
 
 

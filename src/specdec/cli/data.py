@@ -23,12 +23,21 @@ def add_answers_arguments(parser: argparse.ArgumentParser) -> None:
         "--prompts",
         action="append",
         required=True,
-        help="KIND:PATH (KIND: gsm8k, continue, summarize, explain-code), or `self`: requests the "
-        "target writes itself from its chat template's user turn (Magpie); repeatable",
+        help="KIND:PATH (KIND: gsm8k, continue, summarize, explain-code); conversations:PATH (a JSONL of "
+        "{'turns': [...]}, e.g. ShareGPT's user turns: the target answers every turn itself); `self`: "
+        "requests the target writes itself from its chat template's user turn (Magpie); `self-intents`: "
+        "the same, steered by openers over the intents users bring; repeatable",
     )
-    parser.add_argument("--seed", type=int, default=0, help="sampling seed of `--prompts self`")
-    parser.add_argument("--count", type=int, default=1000, help="prompts per --prompts source")
+    parser.add_argument("--seed", type=int, default=0, help="sampling seed of self-written requests")
+    parser.add_argument("--count", type=int, default=1000, help="prompts (or conversations) per source")
     parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument(
+        "--max-prompt-tokens",
+        type=int,
+        default=1024,
+        help="prompts longer than this (chat template included) are left out, and counted",
+    )
+    parser.add_argument("--rounds", type=int, default=None, help="turns answered per conversation (all)")
     parser.add_argument("--batch-size", type=int, default=64, help="prompts generated together")
     parser.add_argument(
         "--dtype",
@@ -38,40 +47,104 @@ def add_answers_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", default=None)
 
 
-def run_answers(args: argparse.Namespace) -> Path:
+def run_answers(args: argparse.Namespace) -> list[Path]:
     from specdec.inputs import check_count
     from specdec.models import default_cache_dir, load_model
     from specdec.pipeline import Pipeline
-    from specdec.training.answers import answers_key, generate_answers, load_prompts, self_written_prompts
+    from specdec.training.answers import (
+        INTENT_OPENERS,
+        answers_path,
+        generate_answers,
+        load_prompts,
+        self_written_prompts,
+    )
+    from specdec.training.conversations import answer_conversations, load_conversations
 
     check_count("--count", args.count)
-    corpora = [load_prompts(spec, args.count) for spec in args.prompts if spec != "self"]
+    check_count("--max-prompt-tokens", args.max_prompt_tokens)
+    own = ("self", "self-intents")
+    single = [s for s in args.prompts if s not in own and not s.startswith("conversations:")]
+    corpora = [load_prompts(spec, args.count) for spec in single]
+    chats = [
+        load_conversations(Path(s.partition(":")[2]), args.count)
+        for s in args.prompts
+        if s.startswith("conversations:")
+    ]
     target = load_model(args.target, dtype=args.dtype, cache_dir=args.cache_dir)
     source = f"{target.source}:{target.model.dtype}"
     pipe = Pipeline(target.model, target.tokenizer)
     cache = (Path(args.cache_dir) if args.cache_dir else default_cache_dir()) / "answers"
     started = time.perf_counter()
     prompts = [p for found in corpora for p in found]
-    if "self" in args.prompts:
-        with tqdm(total=args.count, desc="self-written prompts (cached, resumable)") as bar:
-            prompts += self_written_prompts(
-                pipe, args.count, source=source, cache_dir=cache, seed=args.seed, progress=bar.update
+    for spec, openers in (("self", ("",)), ("self-intents", INTENT_OPENERS)):
+        if spec in args.prompts:
+            with tqdm(total=args.count, desc=f"{spec} requests (cached, resumable)") as bar:
+                prompts += self_written_prompts(
+                    pipe,
+                    args.count,
+                    source=source,
+                    cache_dir=cache,
+                    seed=args.seed,
+                    openers=openers,
+                    progress=bar.update,
+                )
+    distinct = list(dict.fromkeys(prompts))
+    kept = [p for p in distinct if len(pipe.encode(p, chat=True)) <= args.max_prompt_tokens]
+    settings = {"source": source, "max_new_tokens": args.max_new_tokens, "cache_dir": cache}
+    files = []
+    if kept:
+        with tqdm(total=len(kept), desc="target answers (cached, resumable)") as bar:
+            answers = generate_answers(
+                pipe, kept, batch_size=args.batch_size, progress=bar.update, **settings
             )
-    with tqdm(total=len(prompts), desc="target answers (cached, resumable)") as bar:
-        answers = generate_answers(
-            pipe,
-            prompts,
-            source=source,
-            max_new_tokens=args.max_new_tokens,
-            cache_dir=cache,
-            batch_size=args.batch_size,
-            progress=bar.update,
-        )
-    key = answers_key(source, prompts, args.max_new_tokens, pipe.tokenizer.chat_template)
-    path = cache / f"answers-{key}.jsonl"
-    tokens = sum(len(a.answer_ids) for a in answers)
-    elapsed = time.perf_counter() - started
-    print(f"{len(answers)} answers, {tokens} answer tokens, {elapsed:.0f} s this run: {path}")
+        files.append((answers_path(pipe, kept, **settings), answers))
+    for conversations in chats:
+        with tqdm(desc="conversation turns (cached, resumable)") as bar:
+            files += answer_conversations(
+                pipe,
+                conversations,
+                max_prompt_tokens=args.max_prompt_tokens,
+                rounds=args.rounds,
+                batch_size=args.batch_size,
+                progress=bar.update,
+                **settings,
+            )
+    counts = {"prompts": len(prompts), "distinct": len(distinct), "too_long": len(distinct) - len(kept)}
+    manifest = write_manifest(args, files, counts, time.perf_counter() - started)
+    for path, answers in files:
+        print(f"{len(answers)} answers, {sum(len(a.answer_ids) for a in answers)} answer tokens: {path}")
+    print(f"manifest: {manifest}")
+    return [path for path, _ in files]
+
+
+def write_manifest(args: argparse.Namespace, files: list, counts: dict, elapsed: float) -> Path:
+    """Record how the answer files were made (settings, counts, digests, time, machine) beside them."""
+    import hashlib
+    import json
+
+    from specdec.benchmarks.report import machine_info
+
+    entries = [
+        {
+            "file": path.name,
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "answers": len(answers),
+            "answer_tokens": sum(len(a.answer_ids) for a in answers),
+            "cut_at_limit": sum(len(a.answer_ids) >= args.max_new_tokens for a in answers),
+        }
+        for path, answers in files
+    ]
+    settings = {k: v for k, v in vars(args).items() if k not in ("func", "command", "what")}
+    record = {
+        "settings": settings,
+        "single_turn_prompts": counts,
+        "files": entries,
+        "seconds_this_run": round(elapsed, 1),
+        "machine": machine_info(),
+    }
+    name = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    path = files[0][0].parent / f"manifest-{name}.json" if files else Path(f"manifest-{name}.json")
+    path.write_text(json.dumps(record, indent=1, default=str))
     return path
 
 

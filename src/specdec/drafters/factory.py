@@ -29,8 +29,8 @@ DRAFTER_SPECS = (
     "tandem:PATH (a Tandem secondary trained by `specdec train tandem`, reading the target's states; "
     "tandem+router:PATH adds the adaptive block length router in PATH/router), "
     "bita:PATH or bita[SHAPE]:PATH (a BiTA adapter from `specdec train bita`, or a packaged name: "
-    "the target drafts for itself; SHAPE efficient (default), straight, full-K, widths like 5/4/3, "
-    "or auto: the shape `specdec eval-bita` chose on this machine), "
+    "the target drafts for itself; SHAPE efficient, straight, full-K, widths like 5/4/3, or auto: the "
+    "shape `specdec eval-bita` measured fastest, the default where the adapter has one; else efficient), "
     "or a model name / directory / .gguf file (an independent small model with the same tokenizer; "
     "tree-K:MODEL drafts a top-K tree with it; vocab-N:MODEL computes its logits for the N tokens "
     "the target writes most often only, from the draft folder's draft_vocab.json; bf16:MODEL or "
@@ -72,14 +72,14 @@ def make_drafter(
         return TandemDrafter(TandemModel.from_pretrained(folder), tokenizer, name=spec, router=router)
     if spec.startswith("bita:") or spec.startswith("bita["):
         head, _, path = spec.partition(":")
-        shape = head.removeprefix("bita").strip("[]") or "efficient"
         folder = Path(path)
         if not folder.is_dir() and path in (shipped := packaged_bitas()):
             folder = shipped[path]
         adapter = BiTAAdapter.from_pretrained(folder)
-        if shape == "auto":
+        shape = head.removeprefix("bita").strip("[]")
+        if shape == "auto" or (not shape and (folder / TREE_SHAPE_FILE).is_file()):
             shape = chosen_tree_shape(folder)
-        return BiTADrafter(adapter, shape, name=spec)
+        return BiTADrafter(adapter, shape or "efficient", name=spec)
     width, size, name, int8 = 1, None, spec, False
     while True:  # prefixes of a model drafter, in any order: tree-K:, vocab-N:, bf16: / fp16: / int8:
         head, sep, rest = spec.partition(":")
@@ -118,9 +118,12 @@ def vocab_folder(model_spec: str) -> Path:
     )
 
 
+TREE_SHAPE_FILE = "tree_shape.json"
+
+
 def chosen_tree_shape(folder: Path) -> str:
-    """The tree shape ``specdec eval-bita`` chose for this adapter on this machine."""
-    chosen = folder / "tree_shape.json"
+    """The tree shape ``specdec eval-bita`` measured fastest for this adapter (acceptance × cost)."""
+    chosen = folder / TREE_SHAPE_FILE
     if not chosen.is_file():
         raise InvalidArgumentError(
             f"bita[auto] needs {chosen}: run `specdec eval-bita` for this adapter first"

@@ -33,6 +33,26 @@ TEMPLATES = {
 }
 
 
+# Openers that steer self-written requests towards what users ask of a chat model (one per intent:
+# open questions, writing, rewriting and editing, summarisation, translation, extraction, math word
+# problems, code); the target writes the rest of each request itself.
+INTENT_OPENERS = (
+    "",
+    "What",
+    "How do I",
+    "Can you explain",
+    "Write a",
+    "Write an email",
+    "Rewrite the following",
+    "Edit this paragraph",
+    "Summarize the following",
+    "Translate the following",
+    "Extract",
+    "Solve this math problem:",
+    "Write a Python function",
+    "Fix this code",
+)
+
 # Where a user's message goes in a rendered chat template (found by rendering this in its place).
 _USER_TEXT = "\x00specdec-user-text\x00"
 
@@ -95,6 +115,7 @@ def self_written_prompts(
     source: str,
     cache_dir: Path,
     seed: int = 0,
+    openers: Sequence[str] = ("",),
     max_new_tokens: int = 64,
     batch_size: int = 64,
     progress=None,
@@ -103,14 +124,20 @@ def self_written_prompts(
 
     Given only the chat template up to where a user's text begins, an instruction-tuned model writes
     a request of the kind it was tuned on: chat prompts far more varied than templates over a few
-    corpora, and no evaluation set is touched. Row i is sampled at temperature 1, top-p 0.95 (a
-    small model's incoherent tail cut) with seed ``seed + i``; requests that do not end their turn
-    within ``max_new_tokens``, empty ones and repeats are dropped, so fewer than ``count`` may come
-    back. Generated requests are cached (and resumed) like answers, under a key of what determines them.
+    corpora, and no evaluation set is touched. Left alone a small model writes mostly open questions;
+    ``openers`` (row i starts its request with ``openers[i % len(openers)]``, e.g.
+    :data:`INTENT_OPENERS`) steer rows towards the other things users ask for. Row i is sampled at
+    temperature 1, top-p 0.95 (a small model's incoherent tail cut) with seed ``seed + i``; requests
+    that do not end their turn within ``max_new_tokens``, empty ones and repeats are dropped, so fewer
+    than ``count`` may come back. Generated requests are cached (and resumed) like answers, under a
+    key of what determines them.
     """
     check_count("count", count)
     prefix = user_turn_prefix(pipeline.tokenizer)
+    starts = [pipeline.tokenizer.encode(o, add_special_tokens=False) if o else [] for o in openers]
     settings = f"self-written:{count}:{seed}:t1.0:p0.95"
+    if tuple(openers) != ("",):
+        settings += ":openers:" + json.dumps(list(openers))
     template = pipeline.tokenizer.chat_template
     path = Path(cache_dir) / f"prompts-{answers_key(source, [settings], max_new_tokens, template)}.jsonl"
     rows = _read_complete(path, parse=lambda row: {"text": str(row["text"])})
@@ -119,8 +146,9 @@ def self_written_prompts(
     path.parent.mkdir(parents=True, exist_ok=True)
     for start in range(len(rows), count, batch_size):
         size = min(batch_size, count - start)
+        which = [(start + i) % len(openers) for i in range(size)]
         out = pipeline.generate(
-            [prefix] * size,
+            [prefix + starts[k] for k in which],
             method="plain",
             max_new_tokens=max_new_tokens,
             temperature=1.0,
@@ -128,14 +156,21 @@ def self_written_prompts(
             seed=[seed + start + i for i in range(size)],
         )
         new = [
-            {"text": text.strip() if reason == "eos" else ""}
-            for text, reason in zip(out.texts, out.finish_reasons, strict=True)
+            {"text": _request(openers[k], text) if reason == "eos" else ""}
+            for k, text, reason in zip(which, out.texts, out.finish_reasons, strict=True)
         ]
         _append(path, new)
         rows.extend(new)
         if progress is not None:
             progress(size)
     return list(dict.fromkeys(row["text"] for row in rows if row["text"]))
+
+
+def _request(opener: str, continuation: str) -> str:
+    """The request a row wrote: its opener and what followed, or nothing if it added nothing."""
+    if opener and not continuation.strip():
+        return ""
+    return (opener + continuation).strip()
 
 
 def answers_key(source: str, prompts: Sequence[str], max_new_tokens: int, template: str | None) -> str:
@@ -148,7 +183,7 @@ def answers_key(source: str, prompts: Sequence[str], max_new_tokens: int, templa
 
 def generate_answers(
     pipeline: Pipeline,
-    prompts: Sequence[str],
+    prompts: Sequence[str | list[dict]],
     *,
     source: str,
     max_new_tokens: int,
@@ -156,30 +191,49 @@ def generate_answers(
     batch_size: int = 32,
     progress=None,
 ) -> list[TargetAnswer]:
-    """Greedy target answers to ``prompts`` (chat template applied), in prompt order.
+    """Greedy target answers to ``prompts`` (user texts, or chats ending with a user turn; chat template
+    applied), in prompt order.
 
-    ``source`` names the target as generated (model and dtype): it is part of the cache key. Answers
-    already in the cache file are read back; the rest are generated ``batch_size`` prompts at a time
-    and appended (flushed to disk) after each batch, so a killed run loses at most one batch.
+    ``source`` names the target as generated (model and dtype): it is part of the cache key. Prompts
+    are answered shortest first, ``batch_size`` at a time (rows of a batch share the cache's width, so
+    one long prompt would make every row attend over its padding), and each batch is appended (flushed
+    to disk) to the cache file in that order: a killed run loses at most one batch, and a rerun reads
+    back what is there and continues.
     """
-    template = getattr(pipeline.tokenizer, "chat_template", None)
-    path = Path(cache_dir) / f"answers-{answers_key(source, prompts, max_new_tokens, template)}.jsonl"
+    path = answers_path(pipeline, prompts, source=source, max_new_tokens=max_new_tokens, cache_dir=cache_dir)
+    ids = [pipeline.encode(p, chat=True) for p in prompts]
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     answers = _read_complete(path)
     if progress is not None and answers:
         progress(len(answers))
     path.parent.mkdir(parents=True, exist_ok=True)
-    for start in range(len(answers), len(prompts), batch_size):
-        batch = list(prompts[start : start + batch_size])
-        out = pipeline.generate(batch, method="plain", max_new_tokens=max_new_tokens, chat=True)
-        new = [
-            TargetAnswer(pipeline.encode(p, chat=True), ids)
-            for p, ids in zip(batch, out.token_ids, strict=True)
-        ]
+    for start in range(len(answers), len(order), batch_size):
+        batch = order[start : start + batch_size]
+        out = pipeline.generate([ids[i] for i in batch], method="plain", max_new_tokens=max_new_tokens)
+        new = [TargetAnswer(ids[i], answer) for i, answer in zip(batch, out.token_ids, strict=True)]
         _append(path, [a.__dict__ for a in new])
         answers.extend(new)
         if progress is not None:
             progress(len(batch))
-    return answers
+    by_prompt: list[TargetAnswer] = [answers[0]] * len(order)
+    for rank, i in enumerate(order):
+        by_prompt[i] = answers[rank]
+    return by_prompt
+
+
+def answers_path(
+    pipeline: Pipeline,
+    prompts: Sequence[str | list[dict]],
+    *,
+    source: str,
+    max_new_tokens: int,
+    cache_dir: Path,
+) -> Path:
+    """The cache file :func:`generate_answers` writes for these arguments (the order is part of its key)."""
+    template = getattr(pipeline.tokenizer, "chat_template", None)
+    keys = [p if isinstance(p, str) else json.dumps(p, ensure_ascii=False) for p in prompts]
+    key = answers_key(f"{source}:by-length", keys, max_new_tokens, template)
+    return Path(cache_dir) / f"answers-{key}.jsonl"
 
 
 def text_samples(path: Path, tokenizer, count: int, length: int = 256) -> list[TargetAnswer]:

@@ -89,3 +89,48 @@ def test_a_secondary_that_is_the_primary_is_always_accepted(make):
         prompts, method=SpeculativeSampling(4), max_new_tokens=24
     )
     assert off.stats.acceptance_rate < 0.9
+
+
+def test_a_cheaper_secondary_trimmed_head_and_int8_stays_lossless():
+    """The oracle secondary with its head cut to the tokens the primary writes, and in int8: drafts come
+    from the kept tokens only, are still mostly accepted, and the output is plain decoding's."""
+    tok = make_tokenizer()
+    primary = make_llama(len(tok), seed=0, layers=3)
+    prompts = ["the quick brown fox jumps over the lazy dog", "def add(a, b):"]
+    plain = Pipeline(primary, tok).generate(prompts, method="plain", max_new_tokens=24).token_ids
+    written = sorted({t for row in plain for t in row} | {t for p in prompts for t in tok.encode(p)})
+    keep = torch.tensor(written)
+    for options in ({"vocab": keep}, {"int8": True}, {"vocab": keep, "int8": True}):
+        drafter = TandemDrafter(make_oracle_tandem(primary), tok, **options)
+        pipe = Pipeline(primary, tok, drafter=drafter)
+        out = pipe.generate(prompts, method=SpeculativeSampling(4), max_new_tokens=24)
+        assert out.token_ids == plain, options
+        assert out.stats.acceptance_rate > (0.99 if "int8" not in options else 0.5), options
+    narrow = TandemDrafter(make_oracle_tandem(primary), tok, vocab=keep[:3])  # negative control
+    out = Pipeline(primary, tok, drafter=narrow).generate(
+        prompts, method=SpeculativeSampling(4), max_new_tokens=24
+    )
+    assert out.token_ids == plain and out.stats.acceptance_rate < 0.5
+
+
+def test_cheap_tandem_spellings_build_a_trimmed_int8_secondary(tmp_path):
+    from collections import Counter
+
+    from specdec.drafters import make_drafter
+    from specdec.drafters.factory import eos_ids
+    from specdec.errors import InvalidArgumentError
+    from specdec.models.draft_vocab import TrimmedHead, write_vocab_file
+
+    tok = make_tokenizer()
+    primary = make_llama(len(tok), seed=0, layers=4)
+    make_tandem(primary).save_pretrained(tmp_path)
+    write_vocab_file(tmp_path, Counter({5: 9, 7: 4, 11: 2, 13: 1}), {"answers": ["test"]})
+    drafter = make_drafter(f"int8:vocab-2:tandem:{tmp_path}", primary, tok)
+    engine_model = drafter.engine.model
+    head = engine_model.get_output_embeddings()
+    assert isinstance(head, TrimmedHead)
+    assert head.keep.tolist() == sorted({5, 7, *eos_ids(primary)})  # the 2 most written, and EOS
+    quantized = [m for m in engine_model.modules() if "quantized" in type(m).__module__]
+    assert quantized, "int8: the secondary's linears are dynamically quantised"
+    with pytest.raises(InvalidArgumentError, match="vocab-N: and int8: only"):
+        make_drafter(f"tree-2:tandem:{tmp_path}", primary, tok)

@@ -65,11 +65,6 @@ def make_drafter(
         if not layers.isdigit():
             raise InvalidArgumentError(f"drafter {spec!r}: expected early-exit-N with N a number of layers")
         return EarlyExitDrafter(target, int(layers))
-    if spec.startswith(("tandem:", "tandem+router:")):
-        kind, _, path = spec.partition(":")
-        folder = tandem_folder(path, load_kwargs.get("cache_dir"))
-        router = BlockRouter.from_pretrained(folder / "router") if kind == "tandem+router" else None
-        return TandemDrafter(TandemModel.from_pretrained(folder), tokenizer, name=spec, router=router)
     if spec.startswith("bita:") or spec.startswith("bita["):
         head, _, path = spec.partition(":")
         folder = Path(path)
@@ -80,12 +75,17 @@ def make_drafter(
         if shape == "auto" or (not shape and (folder / TREE_SHAPE_FILE).is_file()):
             shape = chosen_tree_shape(folder)
         return BiTADrafter(adapter, shape or "efficient", name=spec)
-    width, size, name, int8 = 1, None, spec, False
-    while True:  # prefixes of a model drafter, in any order: tree-K:, vocab-N:, bf16: / fp16: / int8:
+    return small_model_drafter(spec, tokenizer, **load_kwargs)
+
+
+def small_model_drafter(name: str, tokenizer: PreTrainedTokenizerBase | None, **load_kwargs) -> Drafter:
+    """A drafter running a small model on its own cache: a draft model or a Tandem secondary, after the
+    prefixes that make it cheaper or wider, in any order: tree-K:, vocab-N:, bf16: / fp16:, int8:."""
+    spec, width, size, int8, dtype = name, 1, None, False, None
+    while True:
         head, sep, rest = spec.partition(":")
         if sep and head in DRAFT_DTYPES:
-            load_kwargs = {**load_kwargs, "dtype": head}
-            spec = rest
+            dtype, spec = head, rest
             continue
         if sep and head == "int8":
             int8, spec = True, rest
@@ -99,12 +99,25 @@ def make_drafter(
             )
         width, size = (int(number), size) if kind == "tree" else (width, int(number))
         spec = rest
-    loaded = load_model(spec, **load_kwargs)
-    keep = None
-    if size is not None:
-        eos = loaded.model.config.eos_token_id
-        keep = top_tokens(vocab_folder(spec), size, always=eos if isinstance(eos, list) else [eos])
+    if spec.startswith(("tandem:", "tandem+router:")):
+        if width != 1 or dtype is not None:
+            raise InvalidArgumentError(f"drafter {name!r}: a Tandem secondary takes vocab-N: and int8: only")
+        kind, _, path = spec.partition(":")
+        folder = tandem_folder(path, load_kwargs.get("cache_dir"))
+        router = BlockRouter.from_pretrained(folder / "router") if kind == "tandem+router" else None
+        tandem, keep = TandemModel.from_pretrained(folder), None
+        if size is not None:
+            keep = top_tokens(vocab_folder(str(folder)), size, eos_ids(tandem.secondary))
+        return TandemDrafter(tandem, tokenizer, name=name, router=router, vocab=keep, int8=int8)
+    loaded = load_model(spec, **(load_kwargs if dtype is None else {**load_kwargs, "dtype": dtype}))
+    keep = None if size is None else top_tokens(vocab_folder(spec), size, eos_ids(loaded.model))
     return ModelDrafter(loaded.model, loaded.tokenizer, name=name, tree_width=width, vocab=keep, int8=int8)
+
+
+def eos_ids(model: PreTrainedModel) -> list[int]:
+    """The model's end-of-sequence token(s): a trimmed head keeps them, so drafts can end."""
+    eos = model.config.eos_token_id
+    return [t for t in (eos if isinstance(eos, list) else [eos]) if t is not None]
 
 
 def vocab_folder(model_spec: str) -> Path:

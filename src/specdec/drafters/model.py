@@ -114,6 +114,20 @@ def draft_autoregressively(
     return DraftRun(draft, fed_all=len(tokens) < gamma, forwards=forwards, logits=seen)
 
 
+def drafting_copy(model: PreTrainedModel, vocab: torch.Tensor | None, int8: bool) -> PreTrainedModel:
+    """What a small model drafts with: its output head cut to ``vocab`` (p = 0 elsewhere) and its
+    linears dynamically quantised to int8 where asked; ``model`` itself when neither is (it stays
+    untouched either way). A cheaper step changes how often drafts are accepted, never the output."""
+    drafting = model if vocab is None else trim_output_head(model, vocab)
+    if int8:
+        if next(model.parameters()).device.type != "cpu":
+            raise InvalidArgumentError(
+                "int8 drafts run on CPU only (dynamic int8 linears); use bf16: on a GPU"
+            )
+        drafting = reduced_precision_copy(drafting, "int8")
+    return drafting
+
+
 class ModelDrafter(Drafter):
     """Runs a small model autoregressively on its own engine, rolling it back after each verify.
 
@@ -143,14 +157,7 @@ class ModelDrafter(Drafter):
         self.model = model
         self.tokenizer = tokenizer
         self.vocab = vocab
-        drafting = model if vocab is None else trim_output_head(model, vocab)
-        if int8:
-            if next(model.parameters()).device.type != "cpu":
-                raise InvalidArgumentError(
-                    "int8 drafts run on CPU only (dynamic int8 linears); use bf16: on a GPU"
-                )
-            drafting = reduced_precision_copy(drafting, "int8")
-        self.engine = Engine(drafting, pack_weights=pack_weights)
+        self.engine = Engine(drafting_copy(model, vocab, int8), pack_weights=pack_weights)
         self.name = name
         self.tree_width = tree_width
         self.proposes_trees = tree_width > 1

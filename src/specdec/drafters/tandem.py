@@ -17,7 +17,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.drafters.base import Draft, Drafter, Feedback
-from specdec.drafters.model import draft_autoregressively
+from specdec.drafters.model import draft_autoregressively, drafting_copy
 from specdec.engine import Engine, ExtendOutput
 from specdec.models.router import BlockRouter
 from specdec.models.tandem import TandemModel
@@ -32,6 +32,8 @@ class TandemDrafter(Drafter):
 
     With a ``router`` (adaptive block length, §3.1) a row stops drafting before the first token whose
     predicted disagreement with the primary exceeds ``tau``; the γ the decoder asks for is the cap.
+    ``vocab`` and ``int8`` make its steps cheaper as for :class:`~specdec.drafters.model.ModelDrafter`
+    (a trimmed output head, dynamic int8 linears); the projections stay as trained.
     """
 
     has_confidence = True
@@ -45,10 +47,12 @@ class TandemDrafter(Drafter):
         name: str = "tandem",
         router: BlockRouter | None = None,
         tau: float = 0.8,
+        vocab: torch.Tensor | None = None,
+        int8: bool = False,
     ):
         self.tandem, self.tokenizer, self.name = tandem.eval(), tokenizer, name
         self.router, self.tau = (router.eval() if router is not None else None), tau
-        self.engine = Engine(tandem.secondary, pack_weights=pack_weights)
+        self.engine = Engine(drafting_copy(tandem.secondary, vocab, int8), pack_weights=pack_weights)
         self.target_hidden_layers = tandem.primary_layers
 
     def validate(self, target: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None) -> None:

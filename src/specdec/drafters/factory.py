@@ -9,6 +9,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.drafters.base import Drafter
 from specdec.drafters.bita import BiTADrafter
+from specdec.drafters.combined import LookupThenModelDrafter
 from specdec.drafters.derived import ReducedPrecisionDrafter, TruncatedDrafter
 from specdec.drafters.early_exit import EarlyExitDrafter
 from specdec.drafters.model import ModelDrafter
@@ -24,7 +25,8 @@ from specdec.models.tandem import TandemModel
 
 DRAFTER_SPECS = (
     "int8 | bf16 | fp16 (reduced-precision copy of the target), "
-    "prompt-lookup (n-gram lookup in the context), first-N (the target's first N layers, own cache), "
+    "prompt-lookup (n-gram lookup in the context), lookup+MODEL (prompt lookup where the context has a "
+    "match of 2+ tokens, the draft model MODEL elsewhere), first-N (the target's first N layers, own cache), "
     "early-exit-N (the target's first N layers on the target's cache, for early-exit-trained models), "
     "tandem:PATH (a Tandem secondary trained by `specdec train tandem`, reading the target's states; "
     "tandem+router:PATH adds the adaptive block length router in PATH/router), "
@@ -75,6 +77,10 @@ def make_drafter(
         if shape == "auto" or (not shape and (folder / TREE_SHAPE_FILE).is_file()):
             shape = chosen_tree_shape(folder)
         return BiTADrafter(adapter, shape or "efficient", name=spec)
+    if spec.startswith("lookup+"):
+        return LookupThenModelDrafter(
+            small_model_drafter(spec.removeprefix("lookup+"), tokenizer, **load_kwargs), name=spec
+        )
     return small_model_drafter(spec, tokenizer, **load_kwargs)
 
 

@@ -209,10 +209,20 @@ class ModelDrafter(Drafter):
         self._tree_tokens = draft.tokens
         return draft
 
+    def adopt(self, tokens: torch.Tensor) -> None:
+        """This step's draft ``[B, γ]`` came from elsewhere (a combined drafter's other source) and this
+        model ran nothing: what the target keeps of it is run at the next proposal, with the rest."""
+        self._last = self._tree_tokens = tokens
+        self._fed = None
+
     def update(self, feedback: Feedback) -> None:
         nxt = feedback.next_token.tolist()
-        if self._fed is None:  # nothing ran: what was unseen still is
-            self.unseen = [[*u, t] for u, t in zip(self.unseen, nxt, strict=True)]
+        if self._fed is None:  # nothing ran: what was unseen still is, with what this step settled
+            kept = feedback.num_accepted.tolist()
+            self.unseen = [
+                [*u, *self._last[row, :n].tolist(), t]
+                for row, (u, n, t) in enumerate(zip(self.unseen, kept, nxt, strict=True))
+            ]
             return
         fed, chain = self._fed, self._last.shape[1]
         kept_chain, tails = [], []  # per row: chain tokens kept, then a kept sibling (a leaf) if any

@@ -1,0 +1,91 @@
+"""Prompt lookup where the context has a match, a trained draft model elsewhere.
+
+The two are good at different text: lookup guesses long copied spans for free (summaries, RAG, edits,
+code, multi-turn chat), a draft model guesses new text at a small cost per token. Each step, the rows'
+contexts are searched first; when every row's last tokens (at least ``min_ngram`` of them: a single
+token repeats everywhere and predicts little) occurred earlier, the tokens that followed are the
+draft and the model runs nothing (it catches up on what was kept at its next proposal); otherwise
+the model drafts for every row. One source per step keeps each draft a single model's or lookup's,
+so verification is the usual exact rule: lookup tokens are one-hot (p = 1), model tokens carry p.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from specdec.drafters.base import Draft, Drafter, Feedback
+from specdec.drafters.model import ModelDrafter
+from specdec.drafters.prompt_lookup import lookup_continuation
+from specdec.engine import ExtendOutput
+from specdec.errors import InvalidArgumentError
+from specdec.sampling import Draws, SamplingConfig
+
+
+class LookupThenModelDrafter(Drafter):
+    """Prompt lookup (n-grams of ``min_ngram`` to ``max_ngram`` tokens) first, ``model`` where it finds none."""
+
+    has_confidence = True  # BiLD's fallback applies to the model's drafts; lookup steps ignore it
+
+    def __init__(self, model: ModelDrafter, *, max_ngram: int = 3, min_ngram: int = 2, name: str = "lookup+"):
+        if not isinstance(model, ModelDrafter) or model.proposes_trees:
+            raise InvalidArgumentError("lookup+MODEL needs a chain-drafting model (no tree-K:, no Tandem)")
+        if not 1 <= min_ngram <= max_ngram:
+            raise InvalidArgumentError(f"need 1 <= min_ngram <= max_ngram, got {min_ngram}, {max_ngram}")
+        self.model, self.max_ngram, self.min_ngram, self.name = model, max_ngram, min_ngram, name
+        self.lookup_steps = self.model_steps = 0
+
+    @property
+    def draft_calls(self) -> int:  # the model's forwards; lookup costs none
+        return self.model.draft_calls
+
+    @property
+    def context_size(self) -> int | None:
+        return self.model.context_size
+
+    def validate(self, target: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None) -> None:
+        self.model.validate(target, tokenizer)
+
+    def begin(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
+        self.model.begin(prompts, prefill)
+        self.history = [list(p) for p in prompts]
+        self._last = torch.zeros(len(prompts), 0, dtype=torch.long)
+
+    def propose(
+        self,
+        gamma: int,
+        sampling: SamplingConfig,
+        draws: Draws,
+        *,
+        min_confidence: float = 0.0,
+    ) -> Draft:
+        guesses = [
+            lookup_continuation(h, self.max_ngram, self.min_ngram, gamma) if gamma else []
+            for h in self.history
+        ]
+        if gamma == 0 or not all(guesses):
+            draft = self.model.propose(gamma, sampling, draws, min_confidence=min_confidence)
+            self.model_steps += gamma > 0
+        else:
+            tokens = torch.zeros(len(guesses), gamma, dtype=torch.long)
+            for row, guess in enumerate(guesses):
+                tokens[row, : len(guess)] = torch.tensor(guess, dtype=torch.long)
+            lengths = torch.tensor([len(g) for g in guesses], dtype=torch.long)
+            draft = Draft(tokens=tokens, lengths=lengths)
+            self.model.adopt(tokens)
+            self.lookup_steps += 1
+        self._last = draft.tokens
+        return draft
+
+    def update(self, feedback: Feedback) -> None:
+        self.model.update(feedback)
+        settled = zip(feedback.num_accepted.tolist(), feedback.next_token.tolist(), strict=True)
+        for row, (n, t) in enumerate(settled):
+            self.history[row].extend([*self._last[row, :n].tolist(), t])
+
+    def select_rows(self, rows: torch.Tensor) -> None:
+        self.model.select_rows(rows)
+        self.history = [self.history[i] for i in rows.tolist()]
+        self._last = self._last[rows]

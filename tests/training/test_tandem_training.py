@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+from transformers import AutoModelForCausalLM
 
 from specdec.cli.main import main
 from specdec.decoders import SpeculativeSampling
@@ -419,3 +420,64 @@ def test_identity_projections_read_the_copied_layers_by_default(tmp_path, tiny_m
     assert extra["layer_map"] == [0] and extra["projection_init"] == "identity"
     assert main([*train, *options, "--hidden-size", "16", "--heads", "2"]) == 2
     assert "identity projections need" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("architecture", ["draft", "tandem"])
+def test_init_from_starts_from_given_weights_with_a_fresh_schedule(
+    tmp_path, tiny_model_dir, answers, architecture
+):
+    """`--init-from` a trained model (new data for a shipped drafter): training starts from exactly
+    those weights, under a new optimiser and schedule, and the run records where it came from."""
+    answers_file = tmp_path / "answers.jsonl"
+    answers_file.write_text("".join(json.dumps(a.__dict__) + "\n" for a in answers))
+    cache_dir = tmp_path / "cache"
+    target = ["--target", str(tiny_model_dir)]
+    data = ["--answers", str(answers_file), "--output", str(cache_dir), "--hidden-layers", "0"]
+    assert main(["data", "primary", *target, *data, "--top-k", "8", "--max-len", "64"]) == 0
+    train = ["train", "tandem", *target, "--cache", str(cache_dir), "--architecture", architecture]
+    options = [
+        "--steps",
+        "3",
+        "--eval-every",
+        "3",
+        "--save-every",
+        "3",
+        "--eval-sequences",
+        "4",
+        "--bf16",
+        "off",
+    ]
+    options += (
+        ["--layers", "1", "--projection-init", "identity"] if architecture == "tandem" else ["--layers", "1"]
+    )
+    assert main([*train, "--output", str(tmp_path / "first"), *options]) == 0
+    source = tmp_path / "first" / "checkpoint-3"
+    again = [*train, "--output", str(tmp_path / "second"), "--init-from", str(source)]
+    assert (
+        main(
+            [
+                *again,
+                "--steps",
+                "1",
+                "--eval-every",
+                "1",
+                "--save-every",
+                "1",
+                "--warmup",
+                "1",
+                "--eval-sequences",
+                "4",
+                "--bf16",
+                "off",
+                "--lr",
+                "0",
+            ]
+        )
+        == 0
+    )
+    started = tmp_path / "second" / "checkpoint-1"
+    load = TandemModel.from_pretrained if architecture == "tandem" else AutoModelForCausalLM.from_pretrained
+    a, b = load(source).state_dict(), load(started).state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)  # lr 0: the given weights
+    config = json.loads((tmp_path / "second" / "train_config.json").read_text())
+    assert config["extra"]["init_from"] == str(source) and "shape" not in config["extra"]

@@ -296,6 +296,12 @@ def add_tandem_arguments(parser: argparse.ArgumentParser) -> None:
         help="continue from another run's checkpoint-K (e.g. Tandem-CE from Tandem-Distil's half-way point)",
     )
     opt.add_argument(
+        "--init-from",
+        default=None,
+        help="start from these weights (a draft for --architecture draft, a Tandem folder otherwise; a "
+        "packaged name or a folder) with a fresh optimiser and schedule: new data for a shipped model",
+    )
+    opt.add_argument(
         "--bf16",
         choices=("auto", "on", "off"),
         default="auto",
@@ -367,6 +373,17 @@ def run_train_tandem(args: argparse.Namespace) -> Path:
         },
     )
     target = load_model(args.target, cache_dir=args.cache_dir)
+    if args.init_from:
+        config.extra["init_from"] = args.init_from
+        if args.architecture == "draft":
+            model = load_model(args.init_from, cache_dir=args.cache_dir).model
+        else:
+            from specdec.drafters.factory import tandem_folder
+
+            model = TandemModel.from_pretrained(tandem_folder(args.init_from, args.cache_dir))
+        best = train_tandem(model, cache, config, target.tokenizer)
+        print(f"best checkpoint: {best}")
+        return best
     shape = shape_from_args(args)
     config.extra["shape"] = shape.__dict__
     secondary = build_draft(target.model, shape, seed=args.seed)

@@ -122,7 +122,9 @@ def test_compiled_static_steps_match_eager_steps(one_token):
         log.append(engine.extend(x[:, 40 : 41 + STATIC_WIDTHS]).logits)  # too wide: eager
     for got, want in zip(outs[id(compiled)], outs[id(eager)], strict=True):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
-    assert torch.equal(compiled.valid, eager.valid) and compiled.length == eager.length
+    assert (
+        torch.equal(compiled.slots.valid, eager.slots.valid) and compiled.slots.length == eager.slots.length
+    )
     # All but the prefill and the too-wide block, and the one-token step unless it compiles too.
     assert len(calls) == len(outs[id(eager)]) - 2 - (not one_token)
 
@@ -157,7 +159,7 @@ def test_per_row_rollback_and_compaction(model):
     engine.rollback(torch.tensor([1, 3]))  # row 0 keeps a[:7], row 1 keeps b[:5]
     assert engine.num_tokens.tolist() == [7, 5]
     engine.compact()
-    assert engine.length == 7
+    assert engine.slots.length == 7
     out = engine.extend(torch.tensor([[a[7]], [b[5]]])).logits[:, 0]
     with torch.inference_mode():
         torch.testing.assert_close(out[0], model(torch.tensor([a])).logits[0, 7], rtol=1e-5, atol=1e-5)
@@ -326,7 +328,7 @@ def test_compaction_inside_extend_keeps_state_updatable(model):
         engine.extend(torch.tensor([[10, 11], [12, 13]]))
         engine.rollback(torch.tensor([step % 2, 1 - step % 2]))
     assert engine.num_tokens.tolist() == [11, 9]
-    assert engine.length < 3 + 2 * 5  # the fifth extend only fitted after compaction
+    assert engine.slots.length < 3 + 2 * 5  # the fifth extend only fitted after compaction
     engine.rollback(torch.tensor([2, 1]))
     assert engine.num_tokens.tolist() == [9, 8]
 
@@ -361,7 +363,7 @@ def test_reserved_slots_are_invisible_unless_a_query_asks(model, pack):
     engine.extend(tokens(4, seed=5))  # junk, rolled back: a hole the growth below compacts away
     engine.rollback(4)
     got = torch.cat([first, engine.extend(x[:, 5:]).logits], dim=1)
-    assert engine.num_tokens.tolist() == [12] and engine.reserved == 3
+    assert engine.num_tokens.tolist() == [12] and engine.slots.reserved == 3
     assert torch.equal(got, expected)
     # A query that sees the reserved slots: the model given them as past keys/values (no positions).
     from transformers import DynamicCache

@@ -87,7 +87,7 @@ def test_graphed_engines_keep_their_cache_buffers_across_batches_of_one_shape():
     engine.extend(_tokens(5))
     cache = engine.cache
     engine.reset(1, 30)
-    assert engine.cache is cache and engine.length == 0 and not engine.valid.any()
+    assert engine.cache is cache and engine.slots.length == 0 and not engine.slots.valid.any()
     engine.reset(2, 30)  # another batch size: new buffers
     assert engine.cache is not cache
 
@@ -140,7 +140,7 @@ def test_rounded_read_lengths_change_nothing_but_the_shapes(tiny_tokenizer):
     for got, want in zip(_script(rounded, x), _script(exact, x), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     cache = rounded.cache  # the last block's read: rounded up past its end
-    assert (cache.read_end - cache.read_start) % 16 == 0 and cache.read_end > rounded.length
+    assert (cache.read_end - cache.read_start) % 16 == 0 and cache.read_end > rounded.slots.length
     target = make_llama(len(tiny_tokenizer), seed=0, layers=3)
     pipe, reference = Pipeline(target, tiny_tokenizer), Pipeline(target, tiny_tokenizer)
     pipe.engine.read_bucket = 16

@@ -25,7 +25,7 @@ from specdec.sampling import Draws, SamplingConfig
 
 
 class LookupThenModelDrafter(Drafter):
-    """Prompt lookup (n-grams of ``min_ngram`` to ``max_ngram`` tokens) first, ``model`` where it finds none."""
+    """Prompt lookup (n-grams of ``min_ngram`` to ``max_ngram`` tokens) first, ``model`` elsewhere."""
 
     has_confidence = True  # BiLD's fallback applies to the model's drafts; lookup steps ignore it
 

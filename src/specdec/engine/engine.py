@@ -24,13 +24,13 @@ from specdec.engine.graphs import StepGraphs, masks_to
 from specdec.engine.kernels import pack_linear_layers, packing_supported
 from specdec.engine.lean import lean_forward, lean_forward_matches
 from specdec.engine.memory import check_fits, kv_bytes_per_slot
+from specdec.engine.slots import SlotTable
 from specdec.errors import CacheMemoryError, InvalidArgumentError, PromptError, UnsupportedCacheError
 from specdec.models.surgery import decoder_layers
 
 # Layer kinds whose state is a plain per-token KV list, so dropping tokens is exact.
 _ROLLBACK_LAYER_TYPES = {"full_attention", "sliding_attention"}
 _MASKABLE_ATTENTION = {"sdpa", "eager"}
-_NO_POSITION = 2**40  # key position of reserved slots: later than any query, inside every window
 STATIC_WIDTHS = 16  # widest block a compiled engine runs as a static-shape step (verify blocks, trees)
 _GRAPH_CAPACITY_STEP = 64  # graphed engines round cache capacities up to this: fewer shapes to capture
 # Where the slot bookkeeping (valid slots, positions) and the masks built from it live, whatever the
@@ -314,24 +314,19 @@ class Engine:
             self.check_fits(batch_size, capacity)
             self.cache = SlotCache(self.config.num_hidden_layers, capacity)
             self._drop_graphs()
-        self.valid = torch.zeros(batch_size, self.cache.capacity, dtype=torch.bool)
-        self.slot_pos = torch.zeros(batch_size, self.cache.capacity, dtype=torch.long)
-        # Reserved keys sit "after" every query, so no sliding window ever drops them.
-        self.slot_pos[:, :reserved] = _NO_POSITION
-        self.reserved = self.length = reserved
-        self._block: tuple[int, int] = (0, 0)
+        self.slots = SlotTable(batch_size, self.cache.capacity, reserved)
 
     @torch.inference_mode()
     def write_reserved(self, keys_values: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> None:
         """Put given keys/values ``[B or 1, kv_heads, reserved, head_dim]``, one pair per layer, in the
         reserved slots."""
-        if not self.reserved:
+        if not self.slots.reserved:
             raise InvalidArgumentError("this batch has no reserved slots: start it with reserved > 0")
         shapes = {tuple(t.shape[-2:-1]) for kv in keys_values for t in kv}
-        if len(keys_values) != self.config.num_hidden_layers or shapes != {(self.reserved,)}:
+        if len(keys_values) != self.config.num_hidden_layers or shapes != {(self.slots.reserved,)}:
             raise InvalidArgumentError(
                 f"reserved states must be {self.config.num_hidden_layers} (key, value) pairs of "
-                f"{self.reserved} slots each"
+                f"{self.slots.reserved} slots each"
             )
         batch, dtype = self.batch_size, self.dtype
         self.cache.write(
@@ -385,12 +380,12 @@ class Engine:
 
     @property
     def batch_size(self) -> int:
-        return self.valid.shape[0]
+        return self.slots.batch_size
 
     @property
     def num_tokens(self) -> torch.Tensor:
         """Tokens held per row, which is also the position id of the row's next token."""
-        return self.valid[:, : self.length].sum(1)
+        return self.slots.num_tokens
 
     def room(self) -> torch.Tensor | None:
         """Positions each row can still fill before the context window is full (None: no window)."""
@@ -468,14 +463,16 @@ class Engine:
         # Attention reads the reserved slots only when a query may see them, so a block that has none
         # computes exactly what it would without them.
         asks = sees_reserved is not None and bool(sees_reserved.any())
-        first = 0 if asks else self.reserved
-        past = self.valid[:, None, first : self.length].expand(batch, width, self.length - first)
+        first = 0 if asks else self.slots.reserved
+        past = self.slots.visible(first, width)
         if asks:
             past = past.clone()
-            past[..., : self.reserved] = sees_reserved.to(_HOST, torch.bool)[:, :, None]
-        start = self.length
+            past[..., : self.slots.reserved] = sees_reserved.to(_HOST, torch.bool)[:, :, None]
+        start = self.slots.length
         if static:
-            mask, positions, key_pos, slots = self._static_layout(past, block, positions, first, run_width)
+            mask, positions, key_pos, write_slots = self._static_layout(
+                past, block, positions, first, run_width
+            )
             pad = torch.zeros(batch, run_width - width, dtype=torch.long, device=tokens.device)
             tokens, read_end = torch.cat([tokens, pad], dim=1), 0  # tokens stay where they are
         else:
@@ -486,16 +483,17 @@ class Engine:
             kwargs["logits_to_keep"] = num_logits  # a static step computes them all: one graph fewer
         masks = attention_masks(self.config, self.dtype, mask, positions, key_pos)
         if padded:  # the graphs copy the inputs into their own buffers on the device
-            logits = self.graphs(tokens, positions, masks, slots)[:, :width]
+            logits = self.graphs(tokens, positions, masks, write_slots)[:, :width]
             # A graph's output buffer is overwritten by its next replay: keep a copy.
             logits = (logits if num_logits is None else logits[:, -num_logits:]).clone()
-            return self._extended(start, width, token_mask, positions, logits, {})
+            self.slots.write(token_mask, positions)
+            return ExtendOutput(logits=logits)
         host_positions, tokens, positions = positions, tokens.to(self.device), positions.to(self.device)
         masks = masks_to(masks, self.device)
         runner = self.model if model is None else model
         if static:
             runner = self.compiled
-            self.cache.slots = slots.to(self.device)
+            self.cache.slots = write_slots.to(self.device)
         given = given_layer_inputs(runner, layer_inputs, layer_input_mask) if layer_inputs else nullcontext()
         if embeds is None:
             inputs = {"input_ids": tokens}
@@ -525,7 +523,8 @@ class Engine:
                 hidden = {i: out.hidden_states[i] for i in hidden_layers}
         finally:
             self.cache.slots = None
-        return self._extended(start, width, token_mask, host_positions, logits, hidden)
+        self.slots.write(token_mask, host_positions)
+        return ExtendOutput(logits=logits, hidden_states=hidden)
 
     def _static_layout(self, past, block, positions, first: int, run_width: int) -> tuple:
         """Inputs fixed in shape for (rows, run width, capacity): the mask ``[B, 1, run width, capacity]``
@@ -533,13 +532,13 @@ class Engine:
         block) see only their own slot, and the new tokens' slots come as a tensor. Returns the mask,
         the padded positions, every slot's key position and the slots."""
         batch, width = positions.shape
-        start = self.length
+        start = self.slots.length
         mask = torch.zeros(batch, run_width, self.cache.capacity, dtype=torch.bool)
         mask[:, :width, first:start] = past
         mask[:, :width, start : start + width] = block
         mask[:, width:, start + width : start + run_width] = torch.eye(run_width - width, dtype=torch.bool)
         positions = torch.cat([positions, torch.zeros(batch, run_width - width, dtype=torch.long)], dim=1)
-        key_pos = self.slot_pos.clone()
+        key_pos = self.slots.positions.clone()
         key_pos[:, start : start + run_width] = positions
         return mask[:, None], positions, key_pos, torch.arange(start, start + run_width)
 
@@ -547,22 +546,14 @@ class Engine:
         """The mask ``[B, 1, T, K]`` and key positions of an eager block over slots ``first`` up to a
         multiple of ``read_bucket`` slots (the free ones beyond the block masked out), and that end."""
         batch, width = positions.shape
-        end = self.length + width
+        length = self.slots.length
+        end = length + width
         read_end = min(self.cache.capacity, first + -(-(end - first) // self.read_bucket) * self.read_bucket)
         beyond = torch.zeros(batch, width, read_end - end, dtype=torch.bool)
         mask = torch.cat([past, block, beyond], dim=-1)[:, None]
-        key_pos = torch.cat(
-            [self.slot_pos[:, first : self.length], positions, self.slot_pos[:, end:read_end]], -1
-        )
+        slot_pos = self.slots.positions
+        key_pos = torch.cat([slot_pos[:, first:length], positions, slot_pos[:, end:read_end]], -1)
         return mask, key_pos, read_end
-
-    def _extended(self, start, width, token_mask, positions, logits, hidden) -> ExtendOutput:
-        """Mark the block's ``width`` slots from ``start`` as holding its tokens (host ``positions``)."""
-        self.valid[:, start : start + width] = token_mask
-        self.slot_pos[:, start : start + width] = positions[:, :width]
-        self.length = start + width
-        self._block = (start, width)
-        return ExtendOutput(logits=logits, hidden_states=hidden)
 
     def prefill(
         self,
@@ -596,16 +587,16 @@ class Engine:
         freed too little. Rows never hold more tokens than the context window, so growth is bounded
         by it plus one block."""
         capacity = self.cache.capacity
-        if self.length + width <= capacity:
+        if self.slots.fits(width):
             return
-        if int(self.valid.sum(1).max()) < self.length - self.reserved:
+        if self.slots.has_holes():
             self.compact()
-        needed = self.length + width
+        needed = self.slots.length + width
         if needed <= capacity and capacity - needed >= capacity // 4:
             return  # compaction freed enough; growing now would waste memory
         target = max(needed, 2 * capacity)
         if self.max_positions is not None:
-            target = max(needed, min(target, self.max_positions + self.reserved + width))
+            target = max(needed, min(target, self.max_positions + self.slots.reserved + width))
         if target > capacity:
             self._grow(target)
 
@@ -620,9 +611,7 @@ class Engine:
                 f"(~{wanted / 2**30:.1f} GiB): lower max_new_tokens, the batch size or the prompt length"
             ) from err
         self._drop_graphs()
-        pad = torch.zeros(self.batch_size, capacity - old, dtype=torch.bool)
-        self.valid = torch.cat([self.valid, pad], dim=1)
-        self.slot_pos = torch.cat([self.slot_pos, pad.long()], dim=1)
+        self.slots.grow(capacity)
 
     def _drop_graphs(self) -> None:
         """The cache buffers were reallocated: graphs captured over the old ones must not replay."""
@@ -633,40 +622,19 @@ class Engine:
     @torch.inference_mode()
     def rollback(self, num_tokens: int | torch.Tensor) -> None:
         """Forget the last ``num_tokens`` tokens of each row (an int, or a ``[B]`` tensor)."""
-        drop = torch.as_tensor(num_tokens).to(_HOST).expand(self.batch_size)
-        if bool((drop < 0).any()) or bool((drop > self.num_tokens).any()):
-            raise InvalidArgumentError("cannot roll back more tokens than a row holds")
-        valid = self.valid[:, : self.length]
-        from_end = valid.flip(1).cumsum(1).flip(1)  # valid slots at or after each slot
-        valid &= ~(from_end <= drop[:, None])
-        self._trim()
+        self.slots.rollback(torch.as_tensor(num_tokens).to(_HOST))
 
     @torch.inference_mode()
     def keep(self, keep_mask: torch.Tensor) -> None:
         """Keep only the marked tokens of the last block (e.g. the accepted path of a tree)."""
-        start, width = self._block
-        self.valid[:, start : start + width] &= keep_mask.to(_HOST)
-        self._trim()
-
-    def _trim(self) -> None:
-        used = self.valid[:, : self.length].any(0).nonzero()
-        self.length = max(int(used[-1]) + 1 if len(used) else 0, self.reserved)
-        self.valid[:, self.length :] = False
+        self.slots.keep(keep_mask.to(_HOST))
 
     @torch.inference_mode()
     def compact(self) -> None:
         """Move each row's tokens to the front of its slots (after the reserved ones), squeezing out
         rolled-back holes."""
-        r = self.reserved
-        tail = torch.sort((~self.valid[:, r:]).to(torch.int8), dim=1, stable=True).indices + r
-        order = torch.cat([torch.arange(r).expand(len(tail), r), tail], dim=1)
-        self.cache.gather_slots(order)
+        self.cache.gather_slots(self.slots.compact())
         self._drop_graphs()
-        self.slot_pos = self.slot_pos.gather(1, order)
-        counts = self.valid.sum(1)
-        slots = torch.arange(self.valid.shape[1])[None, :]
-        self.valid = (slots >= r) & (slots < r + counts[:, None])
-        self.length = r + (int(counts.max()) if len(counts) else 0)
 
     @torch.inference_mode()
     def select_rows(self, rows: torch.Tensor) -> None:
@@ -674,6 +642,4 @@ class Engine:
         rows = rows.to(_HOST)
         self.cache.select_rows(rows)  # (each layer moves the index to its buffers' device)
         self._drop_graphs()
-        self.valid = self.valid.index_select(0, rows)
-        self.slot_pos = self.slot_pos.index_select(0, rows)
-        self._trim()
+        self.slots.select_rows(rows)

@@ -378,7 +378,7 @@ def test_reserved_slots_are_invisible_unless_a_query_asks(model, pack):
     hidden_mask[..., :, :3] = False
     hidden_mask[..., -1, :3] = True  # only the last query sees the prefix
     with torch.inference_mode():
-        from specdec.engine.engine import attention_masks
+        from specdec.engine.modeling import attention_masks
 
         positions = torch.arange(13)[None]
         key_pos = torch.cat([torch.full((1, 3), 2**40), positions], dim=1)

@@ -13,8 +13,8 @@ from transformers import (
 )
 
 from specdec.engine import Engine, SlotCache
-from specdec.engine.engine import attention_masks
 from specdec.engine.lean import lean_forward
+from specdec.engine.modeling import attention_masks
 from specdec.errors import InvalidArgumentError
 from tiny import make_gpt2, make_llama
 

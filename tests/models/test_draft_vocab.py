@@ -58,7 +58,7 @@ def test_bad_kept_ids_are_refused():
 
 def test_counts_round_trip_and_the_top_tokens_are_the_most_frequent(tmp_path):
     answers = [TargetAnswer([1, 2], [5, 5, 5, 7, 7, 9]), TargetAnswer([9], [7, 5, 4])]
-    counts = token_counts(answers)
+    counts = token_counts(a.answer_ids for a in answers)
     assert counts == {5: 4, 7: 3, 9: 1, 4: 1}  # answer tokens only: prompts are not the target's text
     write_vocab_file(tmp_path, counts, {"answers": ["a.jsonl"]})
     stored = json.loads((tmp_path / VOCAB_FILE).read_text())

@@ -243,7 +243,7 @@ def run_draft_vocab(args: argparse.Namespace) -> Path:
 
     if not args.output.is_dir():
         raise DataNotFoundError(f"draft folder {args.output} not found")
-    counts = token_counts(a for path in args.answers for a in read_answers(Path(path)))
+    counts = token_counts(a.answer_ids for path in args.answers for a in read_answers(Path(path)))
     path = write_vocab_file(args.output, counts, {"answers": [Path(a).name for a in args.answers]})
     total = sum(counts.values())
     for size in (1024, 4096, 8192, 16384):

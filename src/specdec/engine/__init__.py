@@ -1,8 +1,9 @@
 """Model execution: cache, kernels and the engine decoders run on."""
 
 from specdec.engine.cache import SlotCache
-from specdec.engine.engine import Engine, ExtendOutput, check_rollback_support, context_size
+from specdec.engine.engine import Engine, ExtendOutput
 from specdec.engine.kernels import PackedLinear, pack_linear_layers, packing_supported
+from specdec.engine.modeling import check_rollback_support, context_size
 
 __all__ = [
     "Engine",

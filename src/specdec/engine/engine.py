@@ -11,26 +11,23 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 
 import torch
 from torch import nn
-from transformers import PretrainedConfig, PreTrainedModel
+from transformers import PreTrainedModel
 
 from specdec.engine.cache import SlotCache
 from specdec.engine.graphs import StepGraphs, masks_to
 from specdec.engine.kernels import pack_linear_layers, packing_supported
 from specdec.engine.lean import lean_forward, lean_forward_matches
 from specdec.engine.memory import check_fits, kv_bytes_per_slot
+from specdec.engine.modeling import attention_masks, check_rollback_support, context_size, given_layer_inputs
 from specdec.engine.slots import SlotTable
-from specdec.errors import CacheMemoryError, InvalidArgumentError, PromptError, UnsupportedCacheError
-from specdec.models.surgery import decoder_layers
+from specdec.errors import CacheMemoryError, InvalidArgumentError, PromptError
 
-# Layer kinds whose state is a plain per-token KV list, so dropping tokens is exact.
-_ROLLBACK_LAYER_TYPES = {"full_attention", "sliding_attention"}
-_MASKABLE_ATTENTION = {"sdpa", "eager"}
 STATIC_WIDTHS = 16  # widest block a compiled engine runs as a static-shape step (verify blocks, trees)
 _GRAPH_CAPACITY_STEP = 64  # graphed engines round cache capacities up to this: fewer shapes to capture
 # Where the slot bookkeeping (valid slots, positions) and the masks built from it live, whatever the
@@ -43,90 +40,6 @@ _HOST = torch.device("cpu")
 class ExtendOutput:
     logits: torch.Tensor  # [B, num_logits, V]
     hidden_states: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> [B, T, d]
-
-
-def check_rollback_support(model: PreTrainedModel) -> None:
-    """Refuse models whose cache cannot be cut back token by token, before any work is done."""
-    config = model.config
-    unsupported = sorted(set(getattr(config, "layer_types", None) or ()) - _ROLLBACK_LAYER_TYPES)
-    if unsupported or getattr(config, "is_encoder_decoder", False):
-        kinds = ", ".join(unsupported) or "encoder-decoder"
-        raise UnsupportedCacheError(
-            f"{type(model).__name__} has {kinds} layers; specdec can only roll back caches of full and "
-            "sliding-window attention layers (recurrent/linear-attention state cannot be rewound per token)."
-        )
-    impl = getattr(config, "_attn_implementation", "sdpa")
-    if impl not in _MASKABLE_ATTENTION:
-        raise UnsupportedCacheError(
-            f"attention implementation {impl!r} cannot take the custom masks speculative decoding needs; "
-            f"load the model with attn_implementation='sdpa' (or 'eager')."
-        )
-
-
-def context_size(model: PreTrainedModel) -> int | None:
-    config = model.config
-    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
-        value = getattr(config, name, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
-
-
-def attention_masks(
-    config: PretrainedConfig, dtype: torch.dtype, mask: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor
-):
-    """What to pass a model as ``attention_mask`` for the boolean ``[B, 1, Q, K]`` mask ``mask``.
-
-    transformers takes a prepared 4D mask as it is: a dict by layer type for models with per-layer
-    types (sliding-window layers get the mask cut to their window, from query and key positions
-    ``q_pos`` [B, Q] and ``k_pos`` [B, K]), one tensor otherwise; additive floats for eager attention.
-    """
-    window = getattr(config, "sliding_window", None) if getattr(config, "use_sliding_window", True) else None
-    masks = {"full_attention": mask}
-    if window is not None:
-        in_window = (q_pos[:, :, None] - k_pos[:, None, :]) < window
-        masks["sliding_attention"] = mask & in_window[:, None]
-    if getattr(config, "_attn_implementation", "sdpa") == "eager":
-        low = torch.finfo(dtype).min
-        masks = {
-            k: torch.zeros(m.shape, dtype=dtype, device=m.device).masked_fill(~m, low)
-            for k, m in masks.items()
-        }
-    if getattr(config, "layer_types", None) is not None:
-        return masks
-    # Models without per-layer types use one mask for all layers: windowed if they have a window.
-    return masks.get("sliding_attention", masks["full_attention"])
-
-
-@contextmanager
-def given_layer_inputs(model: nn.Module, inputs: dict[int, torch.Tensor], where: torch.Tensor | None):
-    """Within the block, decoder layer j takes ``inputs[j]`` ``[B, T, d]`` as its input hidden states
-    (at the tokens ``where`` [B, T] marks; all if None) instead of the previous layer's output.
-
-    The layer then computes those tokens' keys and values itself, with its own norm, projections and
-    rotary embedding, and writes them to the cache like any other: the way to put states that come
-    from elsewhere (Tandem's projected primary states) into a cache without re-implementing attention.
-    Implemented with forward pre-hooks, PyTorch's own mechanism, removed on exit.
-    """
-    layers = decoder_layers(model)
-    handles = []
-    for j, given in inputs.items():
-
-        def replace(module, args, kwargs, given=given):
-            hidden = args[0] if args else kwargs["hidden_states"]
-            new = given.to(hidden.dtype)
-            if where is not None:
-                new = torch.where(where[..., None].to(hidden.device), new, hidden)
-            if args:
-                return (new, *args[1:]), kwargs
-            return args, {**kwargs, "hidden_states": new}
-
-        handles.append(layers[j].register_forward_pre_hook(replace, with_kwargs=True))
-    try:
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 class Engine:

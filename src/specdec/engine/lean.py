@@ -35,7 +35,7 @@ def lean_forward(
 ) -> torch.Tensor:
     """Logits ``[B, T or num_logits, V]`` for a block; the layers write its keys/values into ``cache``.
 
-    ``attention_mask`` is what :func:`specdec.engine.engine.attention_masks` returns: one 4D mask,
+    ``attention_mask`` is what :func:`specdec.engine.modeling.attention_masks` returns: one 4D mask,
     or one per layer type for models whose layers differ (full / sliding attention).
     """
     inner, config = model.model, model.config
@@ -63,7 +63,7 @@ def lean_forward_matches(model: nn.Module, masks_for) -> bool:
     block that reads it from the cache.
 
     ``masks_for(mask, q_pos, k_pos)`` turns a boolean ``[1, 1, Q, K]`` mask into the model's
-    attention mask (the engine's :func:`~specdec.engine.engine.attention_masks` for this model).
+    attention mask (the engine's :func:`~specdec.engine.modeling.attention_masks` for this model).
     """
     if not has_lean_layout(model):
         return False

@@ -17,7 +17,6 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -25,17 +24,14 @@ from transformers import PreTrainedModel
 
 from specdec.errors import DataNotFoundError, InvalidArgumentError
 
-if TYPE_CHECKING:  # the drafters import this module; training imports the drafters
-    from specdec.training.answers import TargetAnswer
-
 VOCAB_FILE = "draft_vocab.json"
 
 
-def token_counts(answers: Iterable[TargetAnswer]) -> Counter:
-    """How often the target wrote each token in its answers (the prompts are not its text)."""
+def token_counts(answers: Iterable[Sequence[int]]) -> Counter:
+    """How often the target wrote each token in its answers (token ids; the prompts are not its text)."""
     counts: Counter = Counter()
     for answer in answers:
-        counts.update(answer.answer_ids)
+        counts.update(answer)
     return counts
 
 

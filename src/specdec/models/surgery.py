@@ -14,6 +14,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
+from specdec.engine.modeling import decoder_layers
 from specdec.errors import InvalidArgumentError
 
 PRECISIONS = ("int8", "bf16", "fp16")
@@ -23,16 +24,6 @@ def shallow_copy(model: PreTrainedModel) -> PreTrainedModel:
     """A structural copy sharing every tensor, so converting or cutting it leaves ``model`` untouched."""
     shared = {id(t): t for t in [*model.parameters(), *model.buffers()]}
     return copy.deepcopy(model, memo=shared)
-
-
-def decoder_layers(model: nn.Module) -> nn.ModuleList:
-    """The model's stack of decoder layers, whatever its architecture names it."""
-    base = getattr(model, "base_model", model)
-    for name in ("layers", "h", "blocks"):
-        layers = getattr(base, name, None)
-        if isinstance(layers, nn.ModuleList):
-            return layers
-    raise InvalidArgumentError(f"cannot find the decoder layers of {type(model).__name__}")
 
 
 def check_truncation(model: PreTrainedModel, num_layers: int) -> None:

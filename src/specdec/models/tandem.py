@@ -22,7 +22,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import AutoModelForCausalLM, PreTrainedModel
 
-from specdec.engine.engine import attention_masks, given_layer_inputs
+from specdec.engine.modeling import attention_masks, given_layer_inputs
 from specdec.errors import InvalidArgumentError, ModelNotFoundError, VocabularyMismatchError
 from specdec.models.vocabulary import output_vocab_size
 

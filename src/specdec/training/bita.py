@@ -28,7 +28,7 @@ from accelerate import Accelerator
 from tqdm.auto import tqdm
 from transformers import DynamicCache, PreTrainedModel
 
-from specdec.engine.engine import attention_masks
+from specdec.engine.modeling import attention_masks
 from specdec.errors import InvalidArgumentError
 from specdec.models.bita import BiTAAdapter
 from specdec.training.answers import TargetAnswer

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import torch
 from transformers import AutoModelForCausalLM, PreTrainedModel
 
+from specdec.engine.modeling import decoder_layers
 from specdec.errors import InvalidArgumentError
-from specdec.models.surgery import decoder_layers
 
 
 @dataclass

@@ -12,7 +12,7 @@ import torch
 from conftest import PROMPTS
 from specdec.decoders import BiLD, Request, StopCriteria, bild_verify, rollback_distance
 from specdec.drafters import Draft, ModelDrafter
-from specdec.drafters.model import draft_autoregressively
+from specdec.drafters.small_model import draft_autoregressively
 from specdec.engine import Engine
 from specdec.sampling import KeyedDraws, SamplingConfig, choose_tokens, max_probability
 from tiny import make_llama

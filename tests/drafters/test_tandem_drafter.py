@@ -20,8 +20,8 @@ class FirstDraftSpy(TandemDrafter):
         super().begin(prompts, prefill)
         self.steps, self.settled = [], [len(p) for p in prompts]
 
-    def _write_queue_and_feed_pending(self):
-        logits = super()._write_queue_and_feed_pending()
+    def catch_up(self):
+        logits = super().catch_up()
         self.steps.append((self.settled[0], logits[0].clone()))
         return logits
 

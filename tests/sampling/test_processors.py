@@ -10,7 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
 
-from specdec.sampling import SamplingConfig, choose_tokens, greedy_tokens, gumbel_argmax, logits_to_probs
+from specdec.sampling import (
+    SamplingConfig,
+    choose_tokens,
+    greedy_tokens,
+    gumbel_argmax,
+    logits_to_probs,
+    processors,
+)
 from specdec.sampling.noise import gumbel_from_uniform
 
 # Deliberately out of order, so a top-k / top-p that forgets to map back from sorted order fails.
@@ -144,7 +151,9 @@ def test_no_sort_without_top_p_or_with_top_k(monkeypatch):
     logits_to_probs(logits, SamplingConfig(temperature=1.0))
     logits_to_probs(logits, SamplingConfig(temperature=1.0, top_k=50))
     logits_to_probs(logits, SamplingConfig(temperature=1.0, top_k=50, top_p=0.9))
-    with pytest.raises(AssertionError, match="sort"):  # the guard itself works
+    logits_to_probs(logits, SamplingConfig(temperature=1.0, top_p=0.9))  # the nucleus is in the candidates
+    monkeypatch.setattr(processors, "NUCLEUS_CANDIDATES", 10)
+    with pytest.raises(AssertionError, match="sort"):  # a wider nucleus is sorted (the guard itself works)
         logits_to_probs(logits, SamplingConfig(temperature=1.0, top_p=0.9))
 
 
@@ -224,3 +233,26 @@ def test_greedy_tokens_on_half_logits_pick_the_first_maximum(values, dtype):
     half-precision argmax itself (few distinct values, so ties are common)."""
     logits = (torch.tensor(values, dtype=torch.float32) / 4).to(dtype)[None]
     assert greedy_tokens(logits).item() == logits.argmax(-1).item() == values.index(max(values))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    logits=st.lists(
+        st.lists(st.floats(-8, 8, allow_nan=False), min_size=12, max_size=12), min_size=1, max_size=6
+    ),
+    top_p=st.floats(0.05, 0.999),
+    candidates=st.sampled_from([1, 3, 6, 12]),
+)
+def test_top_p_from_the_top_candidates_equals_the_full_sort(logits, top_p, candidates):
+    """Rows whose nucleus fits in the candidates take the short way, the others the full sort: the
+    result is the nucleus of the whole vocabulary either way (ties broken arbitrarily by both)."""
+    row_logits = torch.tensor(logits, dtype=torch.float64)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(processors, "NUCLEUS_CANDIDATES", candidates)
+        got = logits_to_probs(row_logits, SamplingConfig(temperature=1.0, top_p=top_p))
+    probs = torch.softmax(row_logits, dim=-1)
+    ordered, order = probs.sort(dim=-1, descending=True)
+    reference = torch.zeros_like(probs).scatter_(-1, order, processors._nucleus(ordered, top_p))
+    tied = (probs[:, :, None] == probs[:, None, :]).sum(-1) > 1  # a tie may swap which one is kept
+    torch.testing.assert_close(got[~tied.any(-1)], reference[~tied.any(-1)], rtol=1e-12, atol=1e-15)
+    torch.testing.assert_close(got.sum(-1), torch.ones(len(logits), dtype=torch.float64))

@@ -16,7 +16,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.drafters.base import Draft, Drafter, Feedback
-from specdec.drafters.model import draft_autoregressively
+from specdec.drafters.small_model import draft_autoregressively
 from specdec.engine import Engine, ExtendOutput
 from specdec.errors import InvalidArgumentError
 from specdec.models.surgery import check_truncation, truncated_copy

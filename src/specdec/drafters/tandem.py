@@ -11,23 +11,20 @@ pending token on, uses the secondary's own states, exactly as in training.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from specdec.drafters.base import Draft, Drafter, Feedback
-from specdec.drafters.model import draft_autoregressively, drafting_copy
-from specdec.engine import Engine, ExtendOutput
+from specdec.drafters.base import Feedback
+from specdec.drafters.small_model import FIRST_GROWTH, SmallModelDrafter, drafting_copy
+from specdec.engine import ExtendOutput
 from specdec.models.router import BlockRouter
 from specdec.models.tandem import TandemModel
 from specdec.models.vocabulary import check_same_vocabulary
-from specdec.sampling import Draws, SamplingConfig
-
-_FIRST_GROWTH = 128
 
 
-class TandemDrafter(Drafter):
+class TandemDrafter(SmallModelDrafter):
     """Drafts with a :class:`~specdec.models.tandem.TandemModel` secondary for the primary it reads.
 
     With a ``router`` (adaptive block length, §3.1) a row stops drafting before the first token whose
@@ -35,8 +32,6 @@ class TandemDrafter(Drafter):
     ``vocab`` and ``int8`` make its steps cheaper as for :class:`~specdec.drafters.model.ModelDrafter`
     (a trimmed output head, dynamic int8 linears); the projections stay as trained.
     """
-
-    has_confidence = True
 
     def __init__(
         self,
@@ -50,23 +45,19 @@ class TandemDrafter(Drafter):
         vocab: torch.Tensor | None = None,
         int8: bool = False,
     ):
-        self.tandem, self.tokenizer, self.name = tandem.eval(), tokenizer, name
+        super().__init__(drafting_copy(tandem.secondary, vocab, int8), pack_weights=pack_weights, name=name)
+        self.tandem, self.tokenizer = tandem.eval(), tokenizer
         self.router, self.tau = (router.eval() if router is not None else None), tau
-        self.engine = Engine(drafting_copy(tandem.secondary, vocab, int8), pack_weights=pack_weights)
         self.target_hidden_layers = tandem.primary_layers
 
     def validate(self, target: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None) -> None:
         self.tandem.check_primary(target)
         check_same_vocabulary(target, tokenizer, self.tandem.secondary, self.tokenizer)
 
-    @property
-    def context_size(self) -> int | None:
-        return self.engine.max_positions
-
     @torch.inference_mode()
     def begin(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
         self.draft_calls = 0
-        self.engine.reset(len(prompts), max(len(p) for p in prompts) + _FIRST_GROWTH)
+        self.engine.reset(len(prompts), max(len(p) for p in prompts) + FIRST_GROWTH)
         if prefill is not None:  # the prompt but its last token, read from the primary's states
             given = self.tandem.project(prefill.hidden_states)
             self.engine.prefill([p[:-1] for p in prompts], layer_inputs=given)
@@ -76,39 +67,14 @@ class TandemDrafter(Drafter):
         self._last = torch.zeros(len(prompts), 0, dtype=torch.long)
         self._fed: int | None = None  # draft tokens the secondary ran last step; None: it ran nothing
 
-    @torch.inference_mode()
-    def propose(
-        self,
-        gamma: int,
-        sampling: SamplingConfig,
-        draws: Draws,
-        *,
-        min_confidence: float = 0.0,
-    ) -> Draft:
-        batch = len(self.pending)
-        if gamma == 0:
-            self._last, self._fed = torch.zeros(batch, 0, dtype=torch.long), None
-            return Draft.empty(batch)
-        logits = self._write_queue_and_feed_pending()
-        run = draft_autoregressively(
-            logits,
-            lambda token: self.engine.extend(token[:, None]).logits[:, -1],
-            gamma,
-            sampling,
-            draws,
-            min_confidence,
-            stop=self._router_stops if self.router is not None else None,
-        )
-        self.draft_calls += run.forwards
-        self._last = run.draft.tokens
-        self._fed = run.draft.gamma if run.fed_all else run.draft.gamma - 1
-        return run.draft
+    def stop_rule(self) -> Callable[[torch.Tensor], torch.Tensor] | None:
+        return self._router_stops if self.router is not None else None
 
     def _router_stops(self, logits: torch.Tensor) -> torch.Tensor:
         embeddings = self.tandem.secondary.get_input_embeddings()
         return torch.sigmoid(self.router(logits, embeddings)) > self.tau
 
-    def _write_queue_and_feed_pending(self) -> torch.Tensor:
+    def catch_up(self) -> torch.Tensor:
         """One left-padded block per row: the queued settled tokens with their primary states as layer
         inputs, then the pending token with its own. Returns the logits after the pending token."""
         batch, layers = len(self.pending), len(self.tandem.layer_map)
@@ -146,7 +112,6 @@ class TandemDrafter(Drafter):
             self.pending[row] = nxt
 
     def select_rows(self, rows: torch.Tensor) -> None:
-        self.engine.select_rows(rows)
+        super().select_rows(rows)
         self.queue = [self.queue[i] for i in rows.tolist()]
         self.pending = self.pending[rows]
-        self._last = self._last[rows]

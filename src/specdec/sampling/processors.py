@@ -19,6 +19,9 @@ from specdec.errors import InvalidArgumentError
 # Slack when deciding whether the nucleus already reached ``top_p``: float64 softmax rounding must
 # not decide whether a token sitting exactly on the boundary is kept.
 _NUCLEUS_SLACK = 1e-12
+# Top-p sorts only this many most likely tokens, the whole vocabulary only for rows whose nucleus is
+# wider: on SmolLM2's 49,152 tokens, 64 rows cost 32-45 ms through topk against ~300 ms sorted (1 thread).
+NUCLEUS_CANDIDATES = 1024
 
 
 @dataclass(frozen=True)
@@ -86,8 +89,9 @@ def logits_to_probs(logits: torch.Tensor, config: SamplingConfig) -> torch.Tenso
 
     Greedy returns the one-hot of the argmax, so a decoder can run the same rejection maths for greedy
     and sampled decoding. Top-k uses ``torch.topk`` (its output is already sorted, so a following top-p
-    needs no sort at all); a full-vocabulary sort happens only for top-p without top-k, because sorting
-    the whole vocabulary at every position is what makes peers' sampling slow on large vocabularies.
+    needs no sort at all); top-p alone takes the :data:`NUCLEUS_CANDIDATES` most likely tokens the same
+    way and sorts the whole vocabulary only for rows whose nucleus is wider, because sorting it at every
+    position is what makes peers' sampling slow on large vocabularies.
     """
     logits = logits.to(torch.float64)
     vocab = logits.shape[-1]
@@ -103,8 +107,20 @@ def logits_to_probs(logits: torch.Tensor, config: SamplingConfig) -> torch.Tenso
     probs = torch.softmax(logits, dim=-1)
     if config.top_p >= 1:
         return probs
-    sorted_probs, indices = probs.sort(dim=-1, descending=True)
-    return torch.zeros_like(probs).scatter_(-1, indices, _nucleus(sorted_probs, config.top_p))
+    return _top_p(probs, config.top_p)
+
+
+def _top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """The nucleus of ``probs`` [B, V]. Where the most likely candidates already hold ``top_p`` of the
+    mass, every other token has that much before it and is dropped anyway, so their nucleus is the
+    whole vocabulary's; the other rows are sorted in full."""
+    values, indices = torch.topk(probs, min(NUCLEUS_CANDIDATES, probs.shape[-1]), dim=-1)
+    out = torch.zeros_like(probs).scatter_(-1, indices, _nucleus(values, top_p))
+    wider = values.sum(dim=-1) < top_p - _NUCLEUS_SLACK
+    if bool(wider.any()):
+        sorted_probs, order = probs[wider].sort(dim=-1, descending=True)
+        out[wider] = torch.zeros_like(sorted_probs).scatter_(-1, order, _nucleus(sorted_probs, top_p))
+    return out
 
 
 def _nucleus(sorted_probs: torch.Tensor, top_p: float) -> torch.Tensor:

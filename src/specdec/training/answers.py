@@ -215,10 +215,8 @@ def generate_answers(
         answers.extend(new)
         if progress is not None:
             progress(len(batch))
-    by_prompt: list[TargetAnswer] = [answers[0]] * len(order)
-    for rank, i in enumerate(order):
-        by_prompt[i] = answers[rank]
-    return by_prompt
+    rank = {i: r for r, i in enumerate(order)}
+    return [answers[rank[i]] for i in range(len(order))]
 
 
 def answers_path(

@@ -1,5 +1,6 @@
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +75,21 @@ def test_a_conversation_leaves_at_its_first_round_over_the_prompt_limit(tmp_path
     )
     assert [len(answers) for _, answers in rounds][:2] == [2, 1]
     assert all(len(a.prompt_ids) <= limit for _, answers in rounds for a in answers)
+
+
+def test_data_answers_conversations_cli_writes_every_round_and_a_manifest(tmp_path, tiny_model_dir, capsys):
+    from specdec.cli.main import main
+
+    path = tmp_path / "chats.jsonl.gz"
+    write_conversations(
+        path, [{"turns": ["hello there", "and then?"]}, {"turns": ["why " * 80]}, {"turns": ["ok"]}]
+    )
+    args = ["data", "answers", "--target", str(tiny_model_dir), "--prompts", f"conversations:{path}"]
+    args += ["--prompts", "gsm8k:" + str(tmp_path / "q.jsonl"), "--count", "3", "--max-new-tokens", "3"]
+    (tmp_path / "q.jsonl").write_text(json.dumps({"question": "two plus two " * 60}) + "\n")
+    assert main([*args, "--max-prompt-tokens", "60", "--cache-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    manifest = json.loads(Path(out[-1].removeprefix("manifest: ")).read_text())
+    assert manifest["single_turn_prompts"] == {"prompts": 1, "distinct": 1, "too_long": 1}
+    assert [f["answers"] for f in manifest["files"]] == [2, 1]  # round 1 (the long turn left out), round 2
+    assert main(["data", "answers", "--prompts", f"conversations:{tmp_path / 'none.jsonl'}"]) == 2

@@ -13,19 +13,19 @@ A=~/.cache/specdec/answers
 files=$(ls $A/answers-*.jsonl | sed 's/^/--answers /')
 echo "== primary-chat $(date -Is) $(lscpu | grep 'Model name') $files"
 specdec data primary --dtype bf16 $files --output primary-chat --max-len 256 --batch-size 16 --hidden-layers 0,29
-echo "== draft-chat $(date -Is) (exit $?)"
+rc=$?; echo "== draft-chat $(date -Is) (exit $rc)"
 timeout ${TRAIN_SECONDS:-1200} specdec train tandem --architecture draft --preset distil --cache primary-chat \
   --init-from smollm2-135m-draft --steps 400 --batch-size 24 --warmup 20 --eval-every 50 --save-every 50 \
   --eval-sequences 64 --bf16 auto --output draft-chat
-echo "== eval $(date -Is) (exit $?)"
+rc=$?; echo "== eval $(date -Is) (exit $rc)"
 (cd /work/main && specdec eval-tandem --model shipped=$HOME/.cache/specdec/smollm2-135m-draft \
   --model chat=/work/runs/draft-chat/best --cache chat=/work/runs/primary-chat --run chat=/work/runs/draft-chat \
   --out benchmarks/results/draft_chat_eval_2026-11-23.json --markdown benchmarks/DRAFT_CHAT_EVAL.md \
   --plot benchmarks/results/draft_chat_budget_2026-11-23.png)
-echo "== bench $(date -Is) (exit $?)"
+rc=$?; echo "== bench $(date -Is) (exit $rc)"
 cp /work/main/src/specdec/models/drafts/smollm2-135m-draft/draft_vocab.json /work/runs/draft-chat/best/
 NEW=/work/runs/draft-chat/best
 (cd /work/main && specdec bench --per-task 5 --max-new-tokens 128 \
   --drafters prompt-lookup,int8:vocab-2048:smollm2-135m-draft,int8:vocab-2048:$NEW,lookup+int8:vocab-2048:smollm2-135m-draft,lookup+int8:vocab-2048:$NEW,int8:vocab-2048:tandem:smollm2-135m-tandem,bita:smollm2-135m-bita \
   --out benchmarks/results/specbench_campaign_2026-11-23.json --markdown benchmarks/CAMPAIGN_BENCH_2026-11-23.md)
-echo "== done $(date -Is) (exit $?)"
+rc=$?; echo "== done $(date -Is) (exit $rc)"

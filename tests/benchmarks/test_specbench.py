@@ -93,7 +93,9 @@ def test_sampled_bench_compares_verify_rules_against_seeded_plain_decoding(tmp_p
     assert report["summary"]["ours-sps[first-1]"]["identical_to_reference"] == 1.0
     for r in report["records"]:  # sample 0 is the single-sample run's text (keyed draws), then two more
         first = single[(r["method"], r["question_id"])]
-        assert r["tokens"][: len(first)] == first and len(r["tokens"]) >= len(first) + 2
+        assert len(r["tokens"]) >= len(first) + 2
+        if "rejection" not in r["method"]:  # rejection's text follows the adaptive γ schedule (timings)
+            assert r["tokens"][: len(first)] == first
     assert "3 samples per prompt" in md.read_text()
     assert main([*args[: args.index("--temperature")], "--num-samples", "2"]) == 2  # greedy: one sample
 

@@ -342,7 +342,8 @@ def test_data_answers_to_self_written_prompts(tmp_path, tiny_model_dir, capsys):
 def test_answers_are_generated_shortest_first_and_returned_in_prompt_order(
     tmp_path, tok, target, monkeypatch
 ):
-    """Batches hold prompts of similar length (less padding to attend over); results keep prompt order."""
+    """Within each chunk, prompts go shortest first (batches of similar length: less padding to attend
+    over), so a stopped run still spans every length; results keep prompt order."""
     pipe = Pipeline(target, tok)
     prompts = ["a much longer prompt than the others, by far", "hi", "Once upon a time", "ok", "def f(x):"]
     seen = []
@@ -353,11 +354,14 @@ def test_answers_are_generated_shortest_first_and_returned_in_prompt_order(
         return original(self, batch, **kw)
 
     monkeypatch.setattr(answers_module.Pipeline, "generate", recording)
+    monkeypatch.setattr(answers_module, "LENGTH_CHUNK", 3)  # chunks: prompts 0-2, then 3-4
     answers = generate_answers(
         pipe, prompts, source="tiny", max_new_tokens=4, cache_dir=tmp_path, batch_size=2
     )
     lengths = [n for batch in seen for n in batch]
-    assert lengths == sorted(lengths) and [len(b) for b in seen] == [2, 2, 1]
+    encoded = [len(pipe.encode(p, chat=True)) for p in prompts]
+    assert lengths == sorted(encoded[:3]) + sorted(encoded[3:]) and [len(b) for b in seen] == [2, 2, 1]
+    assert lengths != sorted(lengths)  # the longest prompt is in the first chunk
     assert [a.prompt_ids for a in answers] == [pipe.encode(p, chat=True) for p in prompts]
 
 

@@ -53,6 +53,11 @@ INTENT_OPENERS = (
     "Fix this code",
 )
 
+# Prompts are answered sorted by length within consecutive chunks of this many: batches of similar
+# length (little padding to attend over), and a run stopped early still holds prompts of every length
+# (sorting the whole source would leave a stopped run with only its shortest prompts).
+LENGTH_CHUNK = 1024
+
 # Where a user's message goes in a rendered chat template (found by rendering this in its place).
 _USER_TEXT = "\x00specdec-user-text\x00"
 
@@ -195,14 +200,18 @@ def generate_answers(
     applied), in prompt order.
 
     ``source`` names the target as generated (model and dtype): it is part of the cache key. Prompts
-    are answered shortest first, ``batch_size`` at a time (rows of a batch share the cache's width, so
-    one long prompt would make every row attend over its padding), and each batch is appended (flushed
-    to disk) to the cache file in that order: a killed run loses at most one batch, and a rerun reads
-    back what is there and continues.
+    are answered ``batch_size`` at a time in :data:`LENGTH_CHUNK` chunks, shortest first within each
+    (rows of a batch share the cache's width, so one long prompt would make every row attend over its
+    padding), and each batch is appended (flushed to disk) to the cache file in that order: a killed
+    run loses at most one batch, and a rerun reads back what is there and continues.
     """
     path = answers_path(pipeline, prompts, source=source, max_new_tokens=max_new_tokens, cache_dir=cache_dir)
     ids = [pipeline.encode(p, chat=True) for p in prompts]
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    order = [
+        i
+        for start in range(0, len(ids), LENGTH_CHUNK)
+        for i in sorted(range(start, min(start + LENGTH_CHUNK, len(ids))), key=lambda i: len(ids[i]))
+    ]
     answers = _read_complete(path)
     if progress is not None and answers:
         progress(len(answers))
@@ -230,7 +239,7 @@ def answers_path(
     """The cache file :func:`generate_answers` writes for these arguments (the order is part of its key)."""
     template = getattr(pipeline.tokenizer, "chat_template", None)
     keys = [p if isinstance(p, str) else json.dumps(p, ensure_ascii=False) for p in prompts]
-    key = answers_key(f"{source}:by-length", keys, max_new_tokens, template)
+    key = answers_key(f"{source}:by-length:{LENGTH_CHUNK}", keys, max_new_tokens, template)
     return Path(cache_dir) / f"answers-{key}.jsonl"
 
 

@@ -3,6 +3,7 @@ resumes by shard; training learns, keeps the best checkpoint, resumes exactly, a
 trains on the same batches."""
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -403,15 +404,22 @@ def test_tandem_ce_branched_from_distils_half_way_point_is_the_straight_ce_run(t
         train_tandem(tandem_for(primary), cache, config(tmp_path / "x", branch_from=str(tmp_path)), tok)
 
 
+def primary_cache_by_cli(tmp_path, model_dir, answers) -> Path:
+    """`specdec data primary` over ``answers`` (embeddings as the one hidden layer, top-8 logits)."""
+    answers_file, cache_dir = tmp_path / "answers.jsonl", tmp_path / "cache"
+    answers_file.write_text("".join(json.dumps(a.__dict__) + "\n" for a in answers))
+    data = ["--answers", str(answers_file), "--output", str(cache_dir), "--hidden-layers", "0"]
+    assert (
+        main(["data", "primary", "--target", str(model_dir), *data, "--top-k", "8", "--max-len", "64"]) == 0
+    )
+    return cache_dir
+
+
 def test_identity_projections_read_the_copied_layers_by_default(tmp_path, tiny_model_dir, answers, capsys):
     """`--projection-init identity` without a layer map: each secondary layer reads the primary's input
     to the layer it was copied from (a 1-layer secondary copies layer 0, so it reads the embeddings)."""
-    answers_file = tmp_path / "answers.jsonl"
-    answers_file.write_text("".join(json.dumps(a.__dict__) + "\n" for a in answers))
-    cache_dir, out = tmp_path / "cache", tmp_path / "run"
+    cache_dir, out = primary_cache_by_cli(tmp_path, tiny_model_dir, answers), tmp_path / "run"
     target = ["--target", str(tiny_model_dir)]
-    data = ["--answers", str(answers_file), "--output", str(cache_dir), "--hidden-layers", "0"]
-    assert main(["data", "primary", *target, *data, "--top-k", "8", "--max-len", "64"]) == 0
     train = ["train", "tandem", *target, "--cache", str(cache_dir), "--output", str(out), "--layers", "1"]
     options = ["--steps", "2", "--eval-every", "2", "--save-every", "2", "--eval-sequences", "4"]
     options += ["--bf16", "off", "--projection-init", "identity"]
@@ -428,12 +436,8 @@ def test_init_from_starts_from_given_weights_with_a_fresh_schedule(
 ):
     """`--init-from` a trained model (new data for a shipped drafter): training starts from exactly
     those weights, under a new optimiser and schedule, and the run records where it came from."""
-    answers_file = tmp_path / "answers.jsonl"
-    answers_file.write_text("".join(json.dumps(a.__dict__) + "\n" for a in answers))
-    cache_dir = tmp_path / "cache"
+    cache_dir = primary_cache_by_cli(tmp_path, tiny_model_dir, answers)
     target = ["--target", str(tiny_model_dir)]
-    data = ["--answers", str(answers_file), "--output", str(cache_dir), "--hidden-layers", "0"]
-    assert main(["data", "primary", *target, *data, "--top-k", "8", "--max-len", "64"]) == 0
     train = ["train", "tandem", *target, "--cache", str(cache_dir), "--architecture", architecture]
     options = [
         "--steps",

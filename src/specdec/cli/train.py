@@ -340,9 +340,6 @@ def bf16_pays() -> bool:
 def run_train_tandem(args: argparse.Namespace) -> Path:
     from specdec.benchmarks.report import machine_info
     from specdec.models import load_model
-    from specdec.models.tandem import TandemModel, primary_signature
-    from specdec.training import build_draft
-    from specdec.training.draft_model import default_init_layers
     from specdec.training.primary_cache import PrimaryCache
     from specdec.training.tandem import TandemTrainConfig, train_tandem
 
@@ -375,32 +372,48 @@ def run_train_tandem(args: argparse.Namespace) -> Path:
     target = load_model(args.target, cache_dir=args.cache_dir)
     if args.init_from:
         config.extra["init_from"] = args.init_from
-        if args.architecture == "draft":
-            model = load_model(args.init_from, cache_dir=args.cache_dir).model
-        else:
-            from specdec.drafters.factory import tandem_folder
-
-            model = TandemModel.from_pretrained(tandem_folder(args.init_from, args.cache_dir))
-        best = train_tandem(model, cache, config, target.tokenizer)
-        print(f"best checkpoint: {best}")
-        return best
-    shape = shape_from_args(args)
-    config.extra["shape"] = shape.__dict__
-    secondary = build_draft(target.model, shape, seed=args.seed)
-    model = secondary
-    if args.architecture == "tandem":
-        layer_map = tuple(int(h) for h in args.layer_map.split(",")) if args.layer_map else None
-        if layer_map is None and args.projection_init == "identity" and shape.init == "target":
-            layers = target.model.config.num_hidden_layers
-            layer_map = shape.init_layers or default_init_layers(layers, shape.num_layers)
-        model = TandemModel(
-            secondary, primary_signature(target.model), layer_map, projection_init=args.projection_init
-        )
-        config.extra["layer_map"] = list(model.layer_map)
-        config.extra["projection_init"] = args.projection_init
+        model = given_model(args)
+    else:
+        model = fresh_model(args, target.model, config)
     best = train_tandem(model, cache, config, target.tokenizer)
     print(f"best checkpoint: {best}")
     return best
+
+
+def given_model(args: argparse.Namespace):
+    """The weights ``--init-from`` names: a draft model, or a Tandem folder or packaged name."""
+    from specdec.drafters.factory import tandem_folder
+    from specdec.models import load_model
+    from specdec.models.tandem import TandemModel
+
+    if args.architecture == "draft":
+        return load_model(args.init_from, cache_dir=args.cache_dir).model
+    return TandemModel.from_pretrained(tandem_folder(args.init_from, args.cache_dir))
+
+
+def fresh_model(args: argparse.Namespace, primary, config):
+    """A new secondary (or draft) of the shape the arguments give, built from ``primary``; its shape,
+    layer map and projection init are recorded in ``config.extra``."""
+    from specdec.models.tandem import TandemModel, primary_signature
+    from specdec.training import build_draft
+    from specdec.training.draft_model import default_init_layers
+
+    shape = shape_from_args(args)
+    config.extra["shape"] = shape.__dict__
+    secondary = build_draft(primary, shape, seed=args.seed)
+    if args.architecture != "tandem":
+        return secondary
+    layer_map = tuple(int(h) for h in args.layer_map.split(",")) if args.layer_map else None
+    if layer_map is None and args.projection_init == "identity" and shape.init == "target":
+        layer_map = shape.init_layers or default_init_layers(
+            primary.config.num_hidden_layers, shape.num_layers
+        )
+    model = TandemModel(
+        secondary, primary_signature(primary), layer_map, projection_init=args.projection_init
+    )
+    config.extra["layer_map"] = list(model.layer_map)
+    config.extra["projection_init"] = args.projection_init
+    return model
 
 
 def add_router_arguments(parser: argparse.ArgumentParser) -> None:

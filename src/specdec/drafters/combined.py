@@ -18,7 +18,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.drafters.base import Draft, Drafter, Feedback
 from specdec.drafters.model import ModelDrafter
-from specdec.drafters.prompt_lookup import lookup_continuation
+from specdec.drafters.prompt_lookup import lookup_draft
 from specdec.engine import ExtendOutput
 from specdec.errors import InvalidArgumentError
 from specdec.sampling import Draws, SamplingConfig
@@ -61,20 +61,12 @@ class LookupThenModelDrafter(Drafter):
         *,
         min_confidence: float = 0.0,
     ) -> Draft:
-        guesses = [
-            lookup_continuation(h, self.max_ngram, self.min_ngram, gamma) if gamma else []
-            for h in self.history
-        ]
-        if gamma == 0 or not all(guesses):
+        draft = lookup_draft(self.history, gamma, self.max_ngram, self.min_ngram)
+        if gamma == 0 or not bool((draft.row_lengths() > 0).all()):
             draft = self.model.propose(gamma, sampling, draws, min_confidence=min_confidence)
-            self.model_steps += gamma > 0
+            self.model_steps += int(gamma > 0)
         else:
-            tokens = torch.zeros(len(guesses), gamma, dtype=torch.long)
-            for row, guess in enumerate(guesses):
-                tokens[row, : len(guess)] = torch.tensor(guess, dtype=torch.long)
-            lengths = torch.tensor([len(g) for g in guesses], dtype=torch.long)
-            draft = Draft(tokens=tokens, lengths=lengths)
-            self.model.adopt(tokens)
+            self.model.adopt(draft.tokens)
             self.lookup_steps += 1
         self._last = draft.tokens
         return draft

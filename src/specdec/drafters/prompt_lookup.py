@@ -28,6 +28,15 @@ def lookup_continuation(history: Sequence[int], max_ngram: int, min_ngram: int, 
     return []
 
 
+def lookup_draft(histories: Sequence[Sequence[int]], gamma: int, max_ngram: int, min_ngram: int) -> Draft:
+    """Each row's lookup guess of up to ``gamma`` tokens (none without a match in its context), one draft."""
+    guesses = [lookup_continuation(h, max_ngram, min_ngram, gamma) if gamma else [] for h in histories]
+    tokens = torch.zeros(len(guesses), gamma, dtype=torch.long)
+    for row, guess in enumerate(guesses):
+        tokens[row, : len(guess)] = torch.tensor(guess, dtype=torch.long)
+    return Draft(tokens=tokens, lengths=torch.tensor([len(g) for g in guesses], dtype=torch.long))
+
+
 class PromptLookupDrafter(Drafter):
     def __init__(self, max_ngram: int = 3, min_ngram: int = 1):
         if not 1 <= min_ngram <= max_ngram:
@@ -49,20 +58,14 @@ class PromptLookupDrafter(Drafter):
         *,
         min_confidence: float = 0.0,
     ) -> Draft:
-        guesses = [
-            lookup_continuation(h, self.max_ngram, self.min_ngram, gamma) if gamma else []
-            for h in self.history
-        ]
-        tokens = torch.zeros(len(guesses), gamma, dtype=torch.long)
-        for row, guess in enumerate(guesses):
-            tokens[row, : len(guess)] = torch.tensor(guess, dtype=torch.long)
-        self._last = guesses
-        return Draft(tokens=tokens, lengths=torch.tensor([len(g) for g in guesses], dtype=torch.long))
+        draft = lookup_draft(self.history, gamma, self.max_ngram, self.min_ngram)
+        self._last = draft.tokens
+        return draft
 
     def update(self, feedback: Feedback) -> None:
         settled = zip(feedback.num_accepted.tolist(), feedback.next_token.tolist(), strict=True)
         for row, (n, t) in enumerate(settled):
-            self.history[row].extend([*self._last[row][:n], t])
+            self.history[row].extend([*self._last[row, :n].tolist(), t])
 
     def select_rows(self, rows: torch.Tensor) -> None:
         self.history = [self.history[i] for i in rows.tolist()]

@@ -11,10 +11,11 @@ import torch
 
 from conftest import PROMPTS
 from specdec.decoders import BiLD, Request, StopCriteria, bild_verify, rollback_distance
+from specdec.decoders.common import target_choice
 from specdec.drafters import Draft, ModelDrafter
 from specdec.drafters.small_model import draft_autoregressively
 from specdec.engine import Engine
-from specdec.sampling import KeyedDraws, SamplingConfig, choose_tokens, max_probability
+from specdec.sampling import KeyedDraws, SamplingConfig, max_probability
 from tiny import make_llama
 
 GREEDY = SamplingConfig()
@@ -116,7 +117,7 @@ def test_greedy_never_rolls_back_a_token_the_large_model_would_pick():
 
 def _choice(logits: torch.Tensor, sampling: SamplingConfig, key: int) -> torch.Tensor:
     """The large model's own draw at output position 0 for a row with this key (stream DRAW)."""
-    return choose_tokens(logits[None], sampling, KeyedDraws([key], [0]).gumbel(0, logits.shape[-1]))[0]
+    return target_choice(logits[None], sampling, KeyedDraws([key], [0]), 0)[0]
 
 
 def test_sampled_bild_keeps_a_small_token_the_large_model_draws_itself():

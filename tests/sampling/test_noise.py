@@ -4,10 +4,10 @@ import numpy as np
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.stats import kstest
+from scipy.stats import chisquare, kstest
 
-from specdec.sampling import KeyedDraws, Stream, row_keys
-from specdec.sampling.noise import GeneratorDraws, mix
+from specdec.sampling import KeyedDraws, Stream, gumbel_argmax, row_keys
+from specdec.sampling.noise import GeneratorDraws, _signed, _splitmix64, keyed_uniforms, mix
 
 VOCAB = 17
 
@@ -76,3 +76,62 @@ def test_generator_draws_follow_the_generator():
     a = GeneratorDraws(torch.Generator().manual_seed(3)).gumbel(torch.zeros(4, dtype=torch.long), VOCAB)
     b = GeneratorDraws(torch.Generator().manual_seed(3)).gumbel(torch.zeros(4, dtype=torch.long), VOCAB)
     assert torch.equal(a, b) and a.shape == (4, VOCAB) and np.isfinite(a.numpy()).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**64 - 1), st.lists(st.integers(0, 2**40), min_size=1, max_size=40))
+def test_keyed_uniforms_are_splitmix64_computed_with_tensor_ops(key, counters):
+    """The vectorised generator (int64 products wrapping modulo 2**64, logical shifts) gives the
+    reference SplitMix64 numbers of the key, bit for bit, also on vectorised lengths."""
+    counters = counters * (40 // len(counters) + 1)  # long enough for the SIMD paths
+    got = keyed_uniforms(torch.tensor(_signed(key)), torch.tensor(counters))
+    want = [(_splitmix64((key + c * 0x9E3779B97F4A7C15) & (2**64 - 1)) >> 11) * 2.0**-53 for c in counters]
+    assert got.tolist() == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(1, 5),
+    st.integers(2, 60),
+    st.floats(0.0, 0.95),
+    st.integers(0, 2**32),
+    st.sampled_from([KeyedDraws, GeneratorDraws]),
+)
+def test_a_draw_from_a_sparse_distribution_is_the_full_vocabulary_draw(rows, vocab, zeros, seed, kind):
+    """Noise only at the tokens a truncated distribution can pick picks what full-vocabulary noise
+    picks: the same numbers at those tokens, the same first maximum."""
+    g = torch.Generator().manual_seed(seed)
+    probs = torch.rand(rows, vocab, dtype=torch.float64, generator=g)
+    probs[torch.rand(rows, vocab, generator=g) < zeros] = 0
+    probs[torch.arange(rows), torch.randint(vocab, (rows,), generator=g)] = 1.0  # one token at least
+    probs /= probs.sum(-1, keepdim=True)
+    if kind is KeyedDraws:
+        draws, again = KeyedDraws(range(rows), [seed % 7] * rows), KeyedDraws(range(rows), [seed % 7] * rows)
+    else:
+        draws, again = GeneratorDraws(torch.Generator().manual_seed(seed)), None
+    drawn = draws.sample(probs, 3, torch.arange(rows))
+    assert bool((probs[torch.arange(rows), drawn] > 0).all())
+    if again is not None:
+        assert torch.equal(drawn, gumbel_argmax(probs, again.gumbel(3, vocab, torch.arange(rows))))
+
+
+def test_gumbel_at_reads_the_full_noise_at_the_asked_tokens():
+    draws = KeyedDraws([11, 12, 13], [0, 5, 9])
+    full = draws.gumbel(2, 50, stream=Stream.REDRAW)
+    row_index, tokens = torch.tensor([2, 0, 0, 1]), torch.tensor([49, 0, 7, 7])
+    assert torch.equal(draws.gumbel_at(2, None, row_index, tokens, Stream.REDRAW), full[row_index, tokens])
+    # negative control: another stream's numbers differ at the same entries
+    other = draws.gumbel_at(2, None, row_index, tokens, Stream.DRAW)
+    assert not torch.equal(other, full[row_index, tokens])
+
+
+def test_sparse_draws_follow_the_distribution():
+    """Over many keys, draws from a top-k-like distribution follow it (chi-square), and a shifted
+    distribution is rejected by the same statistic (negative control)."""
+    probs = torch.zeros(1, 1000, dtype=torch.float64)
+    probs[0, [3, 500, 999]] = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
+    tokens = torch.cat([KeyedDraws([k], [0]).sample(probs, 0) for k in range(3000)])
+    counts = torch.bincount(tokens, minlength=1000)[[3, 500, 999]].numpy()
+    assert counts.sum() == 3000
+    assert chisquare(counts, [1500, 900, 600]).pvalue > 1e-3
+    assert chisquare(counts, [1200, 1200, 600]).pvalue < 1e-6

@@ -12,7 +12,6 @@ from scipy.stats import chisquare
 
 from specdec.sampling import (
     SamplingConfig,
-    choose_tokens,
     greedy_tokens,
     gumbel_argmax,
     logits_to_probs,
@@ -209,18 +208,6 @@ def test_sample_is_a_function_of_the_noise():
     assert a.shape == (3, 500) and a.dtype == torch.long
     assert torch.equal(a, b)
     assert not torch.equal(a, c)
-
-
-def test_choose_tokens_is_the_argmax_when_greedy_and_a_noisy_draw_otherwise():
-    logits = torch.randn(4, 10, generator=torch.Generator().manual_seed(1))
-    assert torch.equal(choose_tokens(logits, SamplingConfig(), None), greedy_tokens(logits))
-    noise = gumbel_from_uniform(
-        torch.rand(4, 10, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
-    )
-    config = SamplingConfig(temperature=0.7, top_k=3)
-    drawn = choose_tokens(logits, config, noise)
-    assert torch.equal(drawn, gumbel_argmax(logits_to_probs(logits, config), noise))
-    assert all(int(t) in logits[row].topk(3).indices.tolist() for row, t in enumerate(drawn))
 
 
 @settings(max_examples=60, deadline=None)

@@ -16,6 +16,8 @@ from scipy.stats import chisquare
 import specdec.sampling.rejection as rejection
 from specdec.errors import InvalidArgumentError
 from specdec.sampling import (
+    GeneratorDraws,
+    KeyedDraws,
     acceptance_probability,
     rejection_sample,
     residual_distribution,
@@ -302,12 +304,12 @@ def _reuse_accept_uniform(monkeypatch):
     """Pick the resampled token by inverse CDF with the first accept uniform (replayed from the same seed)."""
     replay = torch.Generator().manual_seed(SEED + 1)
 
-    def draw_with_accept_uniform(probs: torch.Tensor, gumbel: torch.Tensor) -> torch.Tensor:
+    def draw_with_accept_uniform(self, probs: torch.Tensor, offsets, rows=None, stream=None) -> torch.Tensor:
         u = torch.rand(probs.shape[0], GAMMA, dtype=F64, generator=replay)[:, 0]
         cdf = probs.cumsum(-1)
         return torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(-1), right=True).squeeze(-1)
 
-    monkeypatch.setattr(rejection, "gumbel_argmax", draw_with_accept_uniform)
+    monkeypatch.setattr(GeneratorDraws, "sample", draw_with_accept_uniform)
 
 
 @pytest.mark.parametrize(
@@ -421,3 +423,18 @@ def test_short_drafts_take_their_bonus_at_their_own_length():
     )
     assert int(empty.num_accepted.max()) == 0
     assert law_pvalue(empty.next_token, q[0]) > 1e-3
+
+
+def test_a_row_that_drafted_nothing_takes_the_targets_own_draw_whatever_the_others_drafted():
+    """A row with no draft token beside rows that drafted some decides its token exactly as a step
+    with no draft at all (the DRAW stream, as plain decoding and the coupled rule draw it)."""
+    vocab = 6
+    q = torch.softmax(torch.randn(2, 3, vocab, generator=torch.Generator().manual_seed(4), dtype=F64), -1)
+    p = torch.softmax(torch.randn(2, 2, vocab, generator=torch.Generator().manual_seed(5), dtype=F64), -1)
+    for key in range(20):
+        draws = KeyedDraws([key, key + 100], [3, 7])
+        ragged = rejection_sample(
+            torch.tensor([[1, 2], [3, 4]]), p, q, draws, draft_lengths=torch.tensor([2, 0])
+        )
+        alone = KeyedDraws([key + 100], [7]).sample(q[1, :1], 0)
+        assert ragged.num_accepted[1] == 0 and ragged.next_token[1] == alone[0]

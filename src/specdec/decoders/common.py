@@ -14,7 +14,7 @@ from specdec.decoders.stats import GenerationStats
 from specdec.decoders.stopping import Rows, StopCriteria, StreamCallback
 from specdec.drafters import Drafter
 from specdec.engine import Engine
-from specdec.sampling import Draws, SamplingConfig, choose_tokens
+from specdec.sampling import Draws, SamplingConfig, greedy_tokens, logits_to_probs
 
 # Slots a decoder's cache reserves beyond the prompt at first (it grows with the text, up to the
 # context window), so short answers to requests with a large max_new_tokens stay small.
@@ -75,8 +75,9 @@ def target_choice(
 ) -> torch.Tensor:
     """The target's own token from ``logits`` ``[n, V]``: the argmax when greedy, else the Gumbel-max
     draw with the noise of position ``offset`` (stream DRAW), exactly what plain decoding draws there."""
-    gumbel = None if sampling.greedy else draws.gumbel(offset, logits.shape[-1], rows)
-    return choose_tokens(logits, sampling, gumbel).cpu()
+    if sampling.greedy:
+        return greedy_tokens(logits).cpu()
+    return draws.sample(logits_to_probs(logits, sampling), offset, rows).cpu()
 
 
 def context_full(engine: Engine) -> list[int]:

@@ -28,27 +28,37 @@ from specdec.sampling import Draws, TreeVerification, Verification, chain_parent
 VerifyRule = Callable[[Draft, torch.Tensor, Draws], Verification | TreeVerification]
 
 
-def draft_length(policy: GammaPolicy, rows: Rows, target: Engine, drafter: Drafter) -> int:
-    """γ for this step: the policy's choice (a tree drafter's own block size), cut to what the
-    longest-running row can still use and to the context windows of target and drafter for the row
-    nearest its end (0: a plain step)."""
-    wanted = drafter.block_positions or policy.next_gamma()
-    gamma = min(wanted, max(rows.remaining()) - 1)
+def usable_lengths(rows: Rows, target: Engine) -> torch.Tensor:
+    """``[B]`` draft tokens each row can use: what its token budget and the target's context window
+    leave after the pending token (each row's own, so no other row changes what it verifies)."""
+    usable = torch.tensor(rows.remaining()) - 1
     room = target.room()
-    if room is not None:  # the pending token and γ draft tokens need γ + 1 positions
+    if room is not None:  # the pending token and the draft tokens need 1 + length positions
+        usable = torch.minimum(usable, room - 1)
+    return usable.clamp(min=0)
+
+
+def draft_length(policy: GammaPolicy, usable: torch.Tensor, target: Engine, drafter: Drafter) -> int:
+    """γ for this step: the policy's choice (a tree drafter's own block size), cut to what the row
+    that can use the most can use, and to the context windows of target and drafter for the row
+    nearest its end (a drafter may run on the target's engine: an early exit) (0: a plain step)."""
+    wanted = drafter.block_positions or policy.next_gamma()
+    gamma = min(wanted, int(usable.max()))
+    room = target.room()
+    if room is not None:
         gamma = min(gamma, int(room.min()) - 1)
     if drafter.context_size is not None:  # a drafter reads up to the γ-th position after the pending one
         gamma = min(gamma, drafter.context_size - int(target.num_tokens.max()))
     return max(gamma, 0)
 
 
-def trim(draft: Draft) -> Draft:
-    """Drop trailing positions no row proposed anything for."""
-    width = int(draft.row_lengths().max()) if draft.tokens.shape[0] else 0
-    if width == draft.gamma:
-        return draft
+def cap(draft: Draft, usable: torch.Tensor) -> Draft:
+    """A chain cut to each row's usable length, then to the longest row: a row verifies only the draft
+    tokens it can emit, so what it emits never depends on the other rows' budgets."""
+    lengths = torch.minimum(draft.row_lengths(), usable)
+    width = int(lengths.max()) if len(lengths) else 0
     probs = None if draft.probs is None else draft.probs[:, :width]
-    return Draft(draft.tokens[:, :width], probs, draft.lengths)
+    return Draft(draft.tokens[:, :width], probs, lengths)
 
 
 def verify_block(pending: torch.Tensor, draft: Draft) -> tuple[torch.Tensor, dict]:
@@ -132,12 +142,13 @@ def draft_verify_loop(
         if done:
             rows.finish(done, "context")
         else:
-            gamma, draws = draft_length(policy, rows, target, drafter), rows.draws()
+            usable, draws = usable_lengths(rows, target), rows.draws()
+            gamma = draft_length(policy, usable, target, drafter)
             spent = stats.draft_time, stats.target_time
             with stats.timed("draft_time", target.device):
                 draft = drafter.propose(gamma, request.sampling, draws, min_confidence=min_confidence)
-            if draft.parents is None:
-                draft = trim(draft)  # short or stopped drafts: don't verify padding
+            if draft.parents is None and draft.extra is None:
+                draft = cap(draft, usable)  # short, stopped or over-budget drafts: don't verify padding
             lengths = draft.row_lengths()
             block, options = verify_block(rows.pending, draft)
             with stats.timed("target_time", target.device):

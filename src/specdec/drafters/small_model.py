@@ -25,7 +25,6 @@ from specdec.sampling import (
     Draws,
     SamplingConfig,
     greedy_tokens,
-    gumbel_argmax,
     logits_to_probs,
     max_probability,
 )
@@ -82,7 +81,7 @@ def draft_autoregressively(
             token = greedy_tokens(logits)
         else:
             p = logits_to_probs(logits, sampling)
-            token = gumbel_argmax(p, draws.gumbel(i, p.shape[-1]).to(p.device))
+            token = draws.sample(p, i)
             probs.append(p)
         tokens.append(token)
         seen.append(logits)

@@ -3,7 +3,6 @@
 from specdec.sampling.noise import Draws, GeneratorDraws, KeyedDraws, Stream, row_keys
 from specdec.sampling.processors import (
     SamplingConfig,
-    choose_tokens,
     greedy_tokens,
     gumbel_argmax,
     logits_to_probs,
@@ -29,7 +28,6 @@ __all__ = [
     "Verification",
     "acceptance_probability",
     "chain_parents",
-    "choose_tokens",
     "greedy_tokens",
     "greedy_verify",
     "gumbel_argmax",

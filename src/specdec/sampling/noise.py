@@ -9,6 +9,13 @@ same seed give different texts. Here every random number is a pure function of
 - a stream: ``DRAW`` (a position's first draw, the one plain decoding makes), ``ACCEPT`` (the accept
   test of modified rejection sampling) and ``REDRAW`` (a second draw after a rejection).
 
+The numbers themselves come from a counter-based generator (SplitMix64's output function applied to
+``key + (i + 1)·γ`` for the i-th number of a (row, position, stream) key), computed as tensor ops on
+the device of the logits they perturb: no generator object per row, no vocabulary-sized tensor built
+on the host, and noise only where it matters (a draw from a truncated distribution, top-k or top-p,
+needs numbers only at the tokens it can pick, and they are the same numbers a full-vocabulary draw
+uses at those tokens).
+
 Draws for position t are therefore the same whichever step, block offset or batch slot asks for
 them. The losslessness proofs still hold: the token emitted at position t is decided by draws at t
 alone, and those are independent of every earlier position's draws, so they are independent of the
@@ -18,6 +25,7 @@ not change the prefix, so reusing position t's draws when t is decided for real 
 
 from __future__ import annotations
 
+import math
 import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -25,7 +33,10 @@ from enum import IntEnum
 
 import torch
 
+from specdec.sampling.processors import gumbel_argmax
+
 _MASK = (1 << 64) - 1
+_GOLDEN = 0x9E3779B97F4A7C15  # SplitMix64's increment γ
 _TINY = torch.finfo(torch.float64).tiny
 
 
@@ -36,7 +47,7 @@ class Stream(IntEnum):
 
 
 def _splitmix64(x: int) -> int:
-    x = (x + 0x9E3779B97F4A7C15) & _MASK
+    x = (x + _GOLDEN) & _MASK
     x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
     x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
     return x ^ (x >> 31)
@@ -64,6 +75,31 @@ def fresh_seeds(count: int) -> list[int]:
     return [secrets.randbits(64) for _ in range(count)]
 
 
+def _signed(value: int) -> int:
+    """A 64-bit pattern as the int64 holding the same bits."""
+    value &= _MASK
+    return value - (1 << 64) if value >> 63 else value
+
+
+def _shift_right(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """Logical right shift of int64 bit patterns (torch's ``>>`` is arithmetic on signed integers)."""
+    return (x >> bits) & ((1 << (64 - bits)) - 1)
+
+
+def keyed_uniforms(keys: torch.Tensor, counters: torch.Tensor) -> torch.Tensor:
+    """Float64 uniforms in [0, 1), the ``counters``-th numbers of SplitMix64 seeded with ``keys``.
+
+    ``keys`` and ``counters`` are int64 tensors that broadcast together (a key is a 64-bit pattern held
+    as int64); the result is ``_splitmix64(key + counter·γ) >> 11`` scaled by 2⁻⁵³, elementwise, on
+    their device. Integer products wrap modulo 2⁶⁴ on every torch backend, which the hash relies on.
+    """
+    x = keys + (counters + 1) * _signed(_GOLDEN)
+    x = (x ^ _shift_right(x, 30)) * _signed(0xBF58476D1CE4E5B9)
+    x = (x ^ _shift_right(x, 27)) * _signed(0x94D049BB133111EB)
+    x = x ^ _shift_right(x, 31)
+    return _shift_right(x, 11).to(torch.float64) * 2.0**-53
+
+
 def gumbel_from_uniform(uniform: torch.Tensor) -> torch.Tensor:
     """Standard Gumbel noise −log(−log U); U = 0 is mapped to the smallest positive double, not −inf."""
     return -torch.log(-torch.log(uniform.clamp(min=_TINY)))
@@ -77,12 +113,6 @@ class Draws(ABC):
     """
 
     @abstractmethod
-    def uniform(
-        self, offsets: int | torch.Tensor, rows: torch.Tensor | None = None, stream: Stream = Stream.ACCEPT
-    ) -> torch.Tensor:
-        """``[n]`` float64 uniforms in [0, 1)."""
-
-    @abstractmethod
     def uniforms(
         self,
         offsets: int | torch.Tensor,
@@ -94,14 +124,67 @@ class Draws(ABC):
         tests of sibling draft tokens)."""
 
     @abstractmethod
+    def gumbel_at(
+        self,
+        offsets: int | torch.Tensor,
+        rows: torch.Tensor | None,
+        row_index: torch.Tensor,
+        tokens: torch.Tensor,
+        stream: Stream = Stream.DRAW,
+    ) -> torch.Tensor:
+        """``[m]`` float64 Gumbel noise of token ``tokens[j]`` for the ``row_index[j]``-th of ``rows``,
+        on the device of ``tokens``: the numbers :meth:`gumbel` gives at those entries."""
+
+    def uniform(
+        self, offsets: int | torch.Tensor, rows: torch.Tensor | None = None, stream: Stream = Stream.ACCEPT
+    ) -> torch.Tensor:
+        """``[n]`` float64 uniforms in [0, 1)."""
+        return self.uniforms(offsets, 1, rows, stream)[:, 0]
+
     def gumbel(
         self,
         offsets: int | torch.Tensor,
         vocab: int,
         rows: torch.Tensor | None = None,
         stream: Stream = Stream.DRAW,
+        device: torch.device | str | None = None,
     ) -> torch.Tensor:
-        """``[n, vocab]`` float64 standard Gumbel noise."""
+        """``[n, vocab]`` float64 standard Gumbel noise (on ``device``; default the host)."""
+        n = self._count(offsets, rows)
+        row_index = torch.arange(n, device=device).repeat_interleave(vocab)
+        tokens = torch.arange(vocab, device=device).repeat(n)
+        return self.gumbel_at(offsets, rows, row_index, tokens, stream).reshape(n, vocab)
+
+    def sample(
+        self,
+        probs: torch.Tensor,
+        offsets: int | torch.Tensor,
+        rows: torch.Tensor | None = None,
+        stream: Stream = Stream.DRAW,
+    ) -> torch.Tensor:
+        """``[n]`` tokens drawn from ``probs`` ``[n, V]`` by the Gumbel-max trick with this step's noise,
+        on the device of ``probs``.
+
+        Equal to ``gumbel_argmax(probs, self.gumbel(...))``, but where most of ``probs`` is zero (a
+        top-k or top-p distribution, a residual) only the tokens it can pick get noise.
+        """
+        support = probs > 0
+        if 2 * int(support.sum()) >= support.numel():
+            return gumbel_argmax(probs, self.gumbel(offsets, probs.shape[-1], rows, stream, probs.device))
+        row_index, tokens = support.nonzero(as_tuple=True)
+        scores = probs[row_index, tokens].to(torch.float64).log()
+        scores += self.gumbel_at(offsets, rows, row_index, tokens, stream)
+        n = probs.shape[0]
+        best = scores.new_full((n,), -math.inf).scatter_reduce(0, row_index, scores, "amax")
+        won = scores == best[row_index]  # the first maximal token, as argmax picks it
+        return tokens.new_full((n,), probs.shape[-1]).scatter_reduce(0, row_index[won], tokens[won], "amin")
+
+    def _count(self, offsets: int | torch.Tensor, rows: torch.Tensor | None) -> int:
+        if rows is not None:
+            return len(rows)
+        if isinstance(offsets, torch.Tensor):
+            return len(offsets)
+        raise ValueError("draws need rows or per-row offsets to know how many rows there are")
 
 
 class KeyedDraws(Draws):
@@ -114,29 +197,30 @@ class KeyedDraws(Draws):
 
     def __init__(self, keys: Sequence[int], starts: Sequence[int]):
         self.keys, self.starts = list(keys), list(starts)
-        self._generator = torch.Generator()
 
-    def _positions(self, offsets: int | torch.Tensor, rows: torch.Tensor | None) -> list[tuple[int, int]]:
+    def _count(self, offsets: int | torch.Tensor, rows: torch.Tensor | None) -> int:
+        return len(self.keys) if rows is None else len(rows)
+
+    def _position_keys(
+        self, offsets: int | torch.Tensor, rows: torch.Tensor | None, stream: Stream
+    ) -> torch.Tensor:
+        """``[n]`` int64: the key of each asked row's (row key, position, stream)."""
         batch = list(range(len(self.keys))) if rows is None else rows.tolist()
         offs = [offsets] * len(batch) if isinstance(offsets, int) else offsets.tolist()
-        return [(self.keys[b], self.starts[b] + o) for b, o in zip(batch, offs, strict=True)]
-
-    def _rand(self, key: int, position: int, stream: Stream, size: int) -> torch.Tensor:
-        self._generator.manual_seed(mix(key, position, int(stream)))
-        return torch.rand(size, dtype=torch.float64, generator=self._generator)
-
-    def uniform(self, offsets, rows=None, stream=Stream.ACCEPT):
-        draws = [self._rand(k, p, stream, 1) for k, p in self._positions(offsets, rows)]
-        return torch.cat(draws) if draws else torch.zeros(0, dtype=torch.float64)
+        keys = [mix(self.keys[b], self.starts[b] + o, int(stream)) for b, o in zip(batch, offs, strict=True)]
+        return torch.tensor([_signed(k) for k in keys], dtype=torch.long)
 
     def uniforms(self, offsets, count, rows=None, stream=Stream.ACCEPT):
-        draws = [self._rand(k, p, stream, count) for k, p in self._positions(offsets, rows)]
-        return torch.stack(draws) if draws else torch.zeros(0, count, dtype=torch.float64)
+        keys = self._position_keys(offsets, rows, stream)
+        return keyed_uniforms(keys[:, None], torch.arange(count)[None])
 
-    def gumbel(self, offsets, vocab, rows=None, stream=Stream.DRAW):
-        draws = [self._rand(k, p, stream, vocab) for k, p in self._positions(offsets, rows)]
-        uniform = torch.stack(draws) if draws else torch.zeros(0, vocab, dtype=torch.float64)
-        return gumbel_from_uniform(uniform)
+    def gumbel_at(self, offsets, rows, row_index, tokens, stream=Stream.DRAW):
+        keys = self._position_keys(offsets, rows, stream).to(tokens.device)
+        return gumbel_from_uniform(keyed_uniforms(keys[row_index], tokens))
+
+    def gumbel(self, offsets, vocab, rows=None, stream=Stream.DRAW, device=None):
+        keys = self._position_keys(offsets, rows, stream).to(device)
+        return gumbel_from_uniform(keyed_uniforms(keys[:, None], torch.arange(vocab, device=device)[None]))
 
 
 class GeneratorDraws(Draws):
@@ -146,19 +230,9 @@ class GeneratorDraws(Draws):
     def __init__(self, generator: torch.Generator | None = None):
         self.generator = generator
 
-    def _count(self, offsets: int | torch.Tensor, rows: torch.Tensor | None) -> int:
-        if rows is not None:
-            return len(rows)
-        if isinstance(offsets, torch.Tensor):
-            return len(offsets)
-        raise ValueError("GeneratorDraws needs rows or per-row offsets to know how many draws to make")
-
-    def uniform(self, offsets, rows=None, stream=Stream.ACCEPT):
-        return torch.rand(self._count(offsets, rows), dtype=torch.float64, generator=self.generator)
-
     def uniforms(self, offsets, count, rows=None, stream=Stream.ACCEPT):
         return torch.rand(self._count(offsets, rows), count, dtype=torch.float64, generator=self.generator)
 
-    def gumbel(self, offsets, vocab, rows=None, stream=Stream.DRAW):
-        size = (self._count(offsets, rows), vocab)
-        return gumbel_from_uniform(torch.rand(size, dtype=torch.float64, generator=self.generator))
+    def gumbel_at(self, offsets, rows, row_index, tokens, stream=Stream.DRAW):
+        uniform = torch.rand(len(tokens), dtype=torch.float64, generator=self.generator)
+        return gumbel_from_uniform(uniform).to(tokens.device)

@@ -146,13 +146,3 @@ def gumbel_argmax(probs: torch.Tensor, gumbel: torch.Tensor) -> torch.Tensor:
     generator stream the draw is a pure function of the noise, which callers key by token position.
     """
     return (probs.to(torch.float64).log() + gumbel).argmax(dim=-1)
-
-
-def choose_tokens(logits: torch.Tensor, config: SamplingConfig, gumbel: torch.Tensor | None) -> torch.Tensor:
-    """A model's own choice at each position: the argmax when greedy, else the Gumbel-max draw from its
-    sampling distribution (``gumbel`` shaped like ``logits``; unused, and may be None, when greedy)."""
-    if config.greedy:
-        return greedy_tokens(logits)
-    if gumbel is None:
-        raise ValueError("sampling needs Gumbel noise")
-    return gumbel_argmax(logits_to_probs(logits, config), gumbel.to(logits.device))

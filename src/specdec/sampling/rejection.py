@@ -22,7 +22,6 @@ import torch
 
 from specdec.errors import InvalidArgumentError
 from specdec.sampling.noise import Draws, GeneratorDraws, Stream
-from specdec.sampling.processors import gumbel_argmax
 from specdec.sampling.verification import Verification, check_draft, check_lengths
 
 
@@ -72,7 +71,9 @@ def rejection_sample(
 
     ``draft_lengths`` [B] lets rows propose fewer than γ tokens (a lookup drafter may find fewer):
     positions past a row's length are never accepted, and a row that accepts all of its own draft
-    takes its bonus token from q at that position, exactly as if its γ were its length.
+    takes its bonus token from q at that position, exactly as if its γ were its length; a row that
+    proposed nothing takes the target's own draw (stream ``DRAW``), as a step without a draft does, so
+    its token does not depend on what the other rows drafted.
     """
     _check_shapes(draft_tokens, p, q)
     if draws is None or isinstance(draws, torch.Generator):
@@ -97,8 +98,12 @@ def rejection_sample(
     # computed for them (against whatever p holds there) is discarded.
     residual = residual_distribution(p64[index, num_accepted.clamp(max=gamma - 1)], q_next)
     bonus = (num_accepted == lengths).unsqueeze(-1)
-    gumbel = draws.gumbel(num_accepted.cpu(), q64.shape[-1], torch.arange(batch), Stream.REDRAW)
-    next_token = gumbel_argmax(torch.where(bonus, q_next, residual), gumbel.to(p64.device))
+    drawn = torch.where(bonus, q_next, residual)
+    next_token = draws.sample(drawn, num_accepted.cpu(), torch.arange(batch), Stream.REDRAW)
+    plain = (lengths == 0).cpu()
+    if bool(plain.any()):  # nothing drafted: the target's own draw, as a step without a draft makes it
+        rows = plain.nonzero().flatten()
+        next_token[rows.to(p64.device)] = draws.sample(q_next[rows.to(p64.device)], 0, rows, Stream.DRAW)
     return Verification(num_accepted=num_accepted, next_token=next_token)
 
 

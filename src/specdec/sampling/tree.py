@@ -27,7 +27,6 @@ import torch
 
 from specdec.errors import InvalidArgumentError
 from specdec.sampling.noise import Draws, GeneratorDraws, Stream
-from specdec.sampling.processors import gumbel_argmax
 from specdec.sampling.rejection import acceptance_probability, residual_distribution
 
 
@@ -164,8 +163,8 @@ def tree_rejection_sample(
                         break
                     target = residual_distribution(proposal, target)
             if kept is None:
-                gumbel = draws.gumbel(depth, vocab, torch.tensor([row]), Stream.REDRAW)[0]
-                num_accepted[row], next_token[row] = depth, gumbel_argmax(target, gumbel)
+                drawn = draws.sample(target[None], depth, torch.tensor([row]), Stream.REDRAW)[0]
+                num_accepted[row], next_token[row] = depth, drawn
                 break
             path[row, depth] = kept
             pos, depth = kept + 1, depth + 1

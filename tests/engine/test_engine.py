@@ -453,3 +453,62 @@ def test_a_model_torch_compile_cannot_compile_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(engine_module.torch, "compile", failing)
     with pytest.raises(InvalidArgumentError, match="compile=False"):
         Engine(make_llama(VOCAB, seed=2), compile=True)
+
+
+def test_admitted_rows_match_running_alone_and_leave_the_others_untouched(model):
+    """A request admitted into a running batch (whose rows rolled back, so it has holes) gets the logits
+    it gets alone; the running rows' next logits are those they get without the newcomer; a released
+    row leaves the rest as they were."""
+    a, b, c = (tokens(n, seed=s)[0].tolist() for n, s in ((9, 11), (5, 12), (14, 13)))
+    engine = Engine(model)
+    engine.start([a, b], extra_slots=4)
+    engine.extend(torch.tensor([[a[-1], 5, 6], [b[-1], 7, 8]]))
+    engine.rollback(torch.tensor([2, 1]))  # a + [], b + [7]
+    prefill = engine.admit([c])
+    assert engine.batch_size == 3 and engine.num_tokens.tolist() == [9, 6, 13]
+    out = engine.extend(torch.tensor([[40], [41], [c[-1]]])).logits[:, 0]
+    with torch.inference_mode():
+        ref_c = model(torch.tensor([c])).logits[0]
+        torch.testing.assert_close(prefill.logits[0, -1], ref_c[-2], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(out[2], ref_c[-1], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(
+            out[0], model(torch.tensor([[*a, 40]])).logits[0, -1], rtol=1e-5, atol=1e-5
+        )
+        torch.testing.assert_close(
+            out[1], model(torch.tensor([[*b, 7, 41]])).logits[0, -1], rtol=1e-5, atol=1e-5
+        )
+    engine.release([0])
+    assert engine.num_tokens.tolist() == [7, 14]
+    more = engine.extend(torch.tensor([[42], [43]])).logits[:, 0]
+    with torch.inference_mode():
+        torch.testing.assert_close(
+            more[1], model(torch.tensor([[*c, 43]])).logits[0, -1], rtol=1e-5, atol=1e-5
+        )
+        want = model(torch.tensor([[*b, 7, 41, 42]])).logits[0, -1]
+        torch.testing.assert_close(more[0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_admission_grows_the_cache_and_copies_reserved_slots(model):
+    """A newcomer longer than the running batch's cache grows it; reserved states reach its row."""
+    reserved = prefix_states(model, 2)
+    long = tokens(40, seed=14)[0].tolist()
+    engine = Engine(model)
+    engine.start([long[:3]], extra_slots=1, reserved=2)
+    engine.write_reserved(reserved)
+    engine.admit([long])
+    assert engine.cache.capacity >= 2 + 39 and engine.num_tokens.tolist() == [2, 39]
+    for layer, (keys, _) in zip(engine.cache.layers, reserved, strict=True):
+        torch.testing.assert_close(layer.keys[1, :, :2], keys[0].to(layer.keys.dtype))
+    sees = torch.tensor([[True], [True]])
+    both = engine.extend(torch.tensor([[long[2]], [long[39]]]), sees_reserved=sees).logits[:, 0]
+    alone = Engine(model)
+    alone.start([long], extra_slots=1, reserved=2)
+    alone.write_reserved(reserved)
+    torch.testing.assert_close(
+        both[1], alone.extend(torch.tensor([[long[39]]]), sees_reserved=sees[:1]).logits[0, 0]
+    )
+
+
+def test_admission_needs_a_running_batch(model):
+    with pytest.raises(InvalidArgumentError, match="start one first"):
+        Engine(model).admit([[1, 2]])

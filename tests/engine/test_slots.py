@@ -1,5 +1,5 @@
 """The slot table alone, without a model: random schedules of writes, rollbacks, tree keeps, compactions,
-row selections and growth against a plain list of each row's tokens."""
+row selections (releases), admissions and growth against a plain list of each row's tokens."""
 
 import pytest
 import torch
@@ -59,6 +59,26 @@ class Simulation:
         self.cache = self.cache[rows]
         self.rows = [self.rows[i] for i in rows]
 
+    def admit(self, counts: list[int]) -> None:
+        """Newcomers prefilled in a table of their own, left-padded as the engine's prefill pads them."""
+        reserved, width = self.table.reserved, max(counts)
+        end = reserved + width
+        if end > self.table.capacity:
+            self.grow(end)
+        valid = torch.zeros(len(counts), end, dtype=torch.bool)
+        positions = torch.zeros(len(counts), end, dtype=torch.long)
+        cache = torch.full((len(counts), self.table.capacity), -1, dtype=torch.long)
+        for row, n in enumerate(counts):
+            valid[row, end - n : end] = True
+            positions[row, end - n : end] = torch.arange(n)
+            ids = list(range(self.next_id, self.next_id + n))
+            self.next_id += n
+            cache[row, end - n : end] = torch.tensor(ids, dtype=torch.long)
+            self.rows.append(ids)
+        added = self.table.admit(valid, positions)
+        assert added.tolist() == list(range(len(self.cache), len(self.cache) + len(counts)))
+        self.cache = torch.cat([self.cache, cache])
+
     def grow(self, capacity: int) -> None:
         self.table.grow(capacity)
         pad = torch.full((self.cache.shape[0], capacity - self.cache.shape[1]), -1, dtype=torch.long)
@@ -81,7 +101,7 @@ def run_schedule(data, compact_order=None) -> Simulation:
     reserved = data.draw(st.integers(0, 3), label="reserved")
     sim = Simulation(rows, reserved + data.draw(st.integers(1, 12)), reserved, compact_order)
     for _ in range(data.draw(st.integers(1, 25), label="steps")):
-        op = data.draw(st.sampled_from(["write", "write", "rollback", "keep", "compact", "select"]))
+        op = data.draw(st.sampled_from(["write", "write", "rollback", "keep", "compact", "select", "admit"]))
         live = len(sim.rows)
         if op == "write":
             width = data.draw(st.integers(1, 6))
@@ -95,6 +115,8 @@ def run_schedule(data, compact_order=None) -> Simulation:
             sim.keep_last_block([[i < k for i in range(width)] for k in kept])
         elif op == "compact":
             sim.compact()
+        elif op == "admit":
+            sim.admit(data.draw(st.lists(st.integers(0, 10), min_size=1, max_size=3)))
         elif op == "select" and live > 1:
             kept = data.draw(st.lists(st.integers(0, live - 1), min_size=1, max_size=live, unique=True))
             sim.select(sorted(kept))

@@ -16,6 +16,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.engine import Engine, ExtendOutput
+from specdec.errors import InvalidArgumentError
 from specdec.sampling import Draws, SamplingConfig
 
 
@@ -110,6 +111,12 @@ class Drafter(ABC):
     def begin(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
         """Start a batch. Every prompt's last token is pending (not yet seen by the target);
         ``prefill`` is the target's pass over the rest (None if every prompt is one token)."""
+
+    def admit(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
+        """Add rows for ``prompts`` after the running ones, as :meth:`begin` starts them: requests that
+        arrive while others are generating (``prefill``: the target's pass over the newcomers, see
+        :meth:`~specdec.engine.Engine.admit`). Called between steps, after :meth:`update`."""
+        raise InvalidArgumentError(f"{type(self).__name__} cannot add requests to a running batch")
 
     @abstractmethod
     def propose(

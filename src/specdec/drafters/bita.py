@@ -164,6 +164,13 @@ class BiTADrafter(Drafter):
         index = (first[:, None] + torch.arange(masks)[None]).to(logits.device)
         self.mask_logits = logits.gather(1, index[..., None].expand(-1, -1, logits.shape[-1]))
 
+    def admit(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
+        """Newcomers have no mask outputs until their first pass: zeros, whose drafts the target
+        rejects (one step without a useful guess; the reserved prefix reaches them with the engine)."""
+        if self.mask_logits is not None:
+            pad = self.mask_logits.new_zeros(len(prompts), *self.mask_logits.shape[1:])
+            self.mask_logits = torch.cat([self.mask_logits, pad])
+
     def select_rows(self, rows: torch.Tensor) -> None:
         if self.mask_logits is not None:
             self.mask_logits = self.mask_logits[rows.to(self.mask_logits.device)]

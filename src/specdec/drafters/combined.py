@@ -77,6 +77,11 @@ class LookupThenModelDrafter(Drafter):
         for row, (n, t) in enumerate(settled):
             self.history[row].extend([*self._last[row, :n].tolist(), t])
 
+    def admit(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
+        self.model.admit(prompts, prefill)
+        self.history += [list(p) for p in prompts]
+        self._last = torch.cat([self._last, self._last.new_zeros(len(prompts), self._last.shape[1])])
+
     def select_rows(self, rows: torch.Tensor) -> None:
         self.model.select_rows(rows)
         self.history = [self.history[i] for i in rows.tolist()]

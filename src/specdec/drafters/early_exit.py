@@ -73,5 +73,8 @@ class EarlyExitDrafter(Drafter):
     def update(self, feedback: Feedback) -> None:
         self.pending = feedback.next_token
 
+    def admit(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
+        self.pending = torch.cat([self.pending, torch.tensor([p[-1] for p in prompts], dtype=torch.long)])
+
     def select_rows(self, rows: torch.Tensor) -> None:
         self.pending = self.pending[rows]

@@ -81,6 +81,13 @@ class ModelDrafter(SmallModelDrafter):
         self._last = self._tree_tokens = torch.zeros(len(prompts), 0, dtype=torch.long)
         self._fed: int | None = None  # draft tokens of the last proposal fed to the model; None: nothing ran
 
+    def admit(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
+        self.engine.admit(prompts)
+        self.unseen += [[p[-1]] for p in prompts]
+        self._admit_rows(len(prompts))
+        pad = self._tree_tokens.new_zeros(len(prompts), self._tree_tokens.shape[1])
+        self._tree_tokens = torch.cat([self._tree_tokens, pad])
+
     def catch_up(self) -> torch.Tensor:
         # Left-padded block of each row's unseen tokens: the same shape of work as a prefill.
         return self.engine.prefill(self.unseen).logits[:, -1]

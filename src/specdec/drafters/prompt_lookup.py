@@ -67,5 +67,8 @@ class PromptLookupDrafter(Drafter):
         for row, (n, t) in enumerate(settled):
             self.history[row].extend([*self._last[row, :n].tolist(), t])
 
+    def admit(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
+        self.history += [list(p) for p in prompts]
+
     def select_rows(self, rows: torch.Tensor) -> None:
         self.history = [self.history[i] for i in rows.tolist()]

@@ -172,3 +172,7 @@ class SmallModelDrafter(Drafter):
     def select_rows(self, rows: torch.Tensor) -> None:
         self.engine.select_rows(rows)
         self._last = self._last[rows]
+
+    def _admit_rows(self, count: int) -> None:
+        """Newcomers' rows in the last draft's bookkeeping (they drafted nothing)."""
+        self._last = torch.cat([self._last, self._last.new_zeros(count, self._last.shape[1])])

@@ -67,6 +67,14 @@ class TandemDrafter(SmallModelDrafter):
         self._last = torch.zeros(len(prompts), 0, dtype=torch.long)
         self._fed: int | None = None  # draft tokens the secondary ran last step; None: it ran nothing
 
+    @torch.inference_mode()
+    def admit(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
+        given = None if prefill is None else self.tandem.project(prefill.hidden_states)
+        self.engine.admit(prompts, layer_inputs=given)
+        self.pending = torch.cat([self.pending, torch.tensor([p[-1] for p in prompts], dtype=torch.long)])
+        self.queue += [[] for _ in prompts]
+        self._admit_rows(len(prompts))
+
     def stop_rule(self) -> Callable[[torch.Tensor], torch.Tensor] | None:
         return self._router_stops if self.router is not None else None
 

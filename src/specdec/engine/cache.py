@@ -70,6 +70,28 @@ class SlotLayer(CacheLayerMixin):
         self.keys = self.keys.gather(2, idx.expand_as(self.keys))
         self.values = self.values.gather(2, idx.expand_as(self.values))
 
+    def add_rows(self, other: SlotLayer, rows: tuple[int, int]) -> None:
+        """Append ``other``'s rows (its slots at the same columns; the engine made room), or rows of
+        zeros for whichever side has not allocated its buffers yet (``rows``: both sides' row counts)."""
+        if not (self.is_initialized or other.is_initialized):
+            return
+        like = self if self.is_initialized else other
+        heads, dim = like.keys.shape[1], like.keys.shape[-1]
+        capacity, zeros = self.owner.capacity, like.keys.new_zeros
+
+        def fit(tensor: torch.Tensor | None, rows: int) -> torch.Tensor:
+            out = zeros(rows, heads, capacity, dim)
+            if tensor is not None:
+                out[:, :, : tensor.shape[2]] = tensor[:, :, :capacity].to(out.device)
+            return out
+
+        mine, theirs = rows
+        keys = fit(self.keys if self.is_initialized else None, mine)
+        values = fit(self.values if self.is_initialized else None, mine)
+        self.keys = torch.cat([keys, fit(other.keys if other.is_initialized else None, theirs)])
+        self.values = torch.cat([values, fit(other.values if other.is_initialized else None, theirs)])
+        self.is_initialized = True
+
     def select_rows(self, rows: torch.Tensor) -> None:
         if self.is_initialized:
             rows = rows.to(self.keys.device)
@@ -112,6 +134,11 @@ class SlotCache(Cache):
     def select_rows(self, rows: torch.Tensor) -> None:
         for layer in self.layers:
             layer.select_rows(rows)
+
+    def add_rows(self, other: SlotCache, rows: tuple[int, int]) -> None:
+        """Append ``other``'s rows, slot for slot (``rows``: this cache's and ``other``'s row counts)."""
+        for layer, theirs in zip(self.layers, other.layers, strict=True):
+            layer.add_rows(theirs, rows)
 
     def grow(self, capacity: int) -> None:
         for layer in self.layers:

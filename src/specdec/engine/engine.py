@@ -291,6 +291,60 @@ class Engine:
             return self.prefill([p[:-1] for p in prompts], hidden_layers=hidden_layers)
         return None
 
+    @torch.inference_mode()
+    def admit(
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        hidden_layers: Sequence[int] = (),
+        layer_inputs: dict[int, torch.Tensor] | None = None,
+    ) -> ExtendOutput | None:
+        """Add rows for ``prompts`` to the running batch, prefilled as :meth:`start` prefills (all but each
+        one's pending last token), without touching the other rows' tokens. Returns that prefill's output
+        for the new rows (None when every prompt is one token); they are the batch's last rows.
+
+        The newcomers' prefill runs as a batch of its own (the running rows compute nothing for it) in
+        a scratch cache, whose slots then join this one's at the same columns; reserved slots (the
+        same states in every row) are copied from the first running row.
+        """
+        if self.cache is None:
+            raise InvalidArgumentError("admit adds rows to a running batch: start one first")
+        reserved = self.slots.reserved
+        if reserved and not self.batch_size:
+            raise InvalidArgumentError("no running row to copy the reserved slots from: start a new batch")
+        running = self.cache, self.slots, self.graphs  # graphs replay the running cache's buffers only
+        self.graphs = None
+        longest = max(len(p) for p in prompts)
+        self.cache = SlotCache(self.config.num_hidden_layers, self.first_capacity(longest) + reserved)
+        self.slots = SlotTable(len(prompts), self.cache.capacity, reserved)
+        try:
+            if reserved:
+                states = [
+                    (layer.keys[:1, :, :reserved], layer.values[:1, :, :reserved])
+                    for layer in running[0].layers
+                ]
+                self.write_reserved(states)
+            multi = any(len(p) > 1 for p in prompts)
+            rest = [p[:-1] for p in prompts]
+            out = (
+                self.prefill(rest, hidden_layers=hidden_layers, layer_inputs=layer_inputs) if multi else None
+            )
+            scratch, table = self.cache, self.slots
+        finally:
+            self.cache, self.slots, self.graphs = running
+        if table.length > self.cache.capacity:
+            self._grow(table.length)
+        self.cache.add_rows(scratch, (self.batch_size, table.batch_size))
+        self.slots.admit(table.valid[:, : table.length], table.positions[:, : table.length])
+        self._drop_graphs()
+        return out
+
+    @torch.inference_mode()
+    def release(self, rows: Sequence[int] | torch.Tensor) -> None:
+        """Drop ``rows`` (finished or aborted requests); the others keep their tokens, in order."""
+        gone = set(torch.as_tensor(rows, dtype=torch.long).tolist())
+        self.select_rows(torch.tensor([r for r in range(self.batch_size) if r not in gone], dtype=torch.long))
+
     @property
     def batch_size(self) -> int:
         return self.slots.batch_size

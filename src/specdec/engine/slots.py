@@ -106,6 +106,30 @@ class SlotTable:
         self.length = r + (int(counts.max()) if len(counts) else 0)
         return order
 
+    def admit(self, valid: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Add rows holding the slots ``valid`` ``[n, w]`` marks, at ``positions``, in columns 0..w: newcomers
+        whose prompts were prefilled in a table of their own (the same reserved slots first). The
+        other rows are untouched; columns past their tokens are holes for them, as after a rollback.
+        Returns the new rows' indices."""
+        added, width = valid.shape
+        if width > self.capacity:
+            raise InvalidArgumentError(f"{width} slots do not fit a table of {self.capacity}: grow it first")
+        if bool(valid[:, : self.reserved].any()):
+            raise InvalidArgumentError("a newcomer's tokens cannot sit in the reserved slots")
+        first = self.batch_size
+        new_valid = torch.zeros(added, self.capacity, dtype=torch.bool)
+        new_valid[:, :width] = valid
+        new_positions = torch.zeros(added, self.capacity, dtype=torch.long)
+        new_positions[:, :width] = positions
+        new_positions[:, : self.reserved] = NO_POSITION
+        self.valid = torch.cat([self.valid, new_valid])
+        self.positions = torch.cat([self.positions, new_positions])
+        used = new_valid.any(0).nonzero()
+        if len(used):
+            self.length = max(self.length, int(used[-1]) + 1)
+        self.block = (self.length, 0)  # the newcomers' slots are no block a tree verification can keep
+        return torch.arange(first, first + added)
+
     def select_rows(self, rows: torch.Tensor) -> None:
         """Keep only ``rows`` (finished rows leave)."""
         self.valid = self.valid.index_select(0, rows)

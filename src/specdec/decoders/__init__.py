@@ -1,11 +1,11 @@
 """Decoding algorithms, one short function each over the engine and the drafters, and the method
 objects that name them with their settings."""
 
-from specdec.decoders.autoregressive import PlainDecoding, autoregressive_generate
+from specdec.decoders.autoregressive import PlainDecoding
 from specdec.decoders.bild import BiLD, bild_verify, rollback_distance
-from specdec.decoders.common import DecodeResult, DecodingMethod, Request
+from specdec.decoders.common import DecodeResult, Request
 from specdec.decoders.gamma import AdaptiveGamma, FixedGamma, GammaPolicy, HeuristicGamma, make_gamma_policy
-from specdec.decoders.loop import draft_verify_loop
+from specdec.decoders.loop import DecodingMethod, DraftVerifyLoop, StepOutput
 from specdec.decoders.methods import METHODS, make_method
 from specdec.decoders.speculative import SpeculativeSampling, coupled_verify, rejection_verify
 from specdec.decoders.stats import GenerationStats
@@ -18,6 +18,7 @@ __all__ = [
     "BiLD",
     "DecodeResult",
     "DecodingMethod",
+    "DraftVerifyLoop",
     "FixedGamma",
     "GammaPolicy",
     "GenerationStats",
@@ -25,13 +26,12 @@ __all__ = [
     "PlainDecoding",
     "Request",
     "SpeculativeSampling",
+    "StepOutput",
     "StopCriteria",
     "StreamCallback",
     "TandemGeneration",
-    "autoregressive_generate",
     "bild_verify",
     "coupled_verify",
-    "draft_verify_loop",
     "make_gamma_policy",
     "make_method",
     "rejection_verify",

@@ -23,9 +23,9 @@ from typing import ClassVar
 
 import torch
 
-from specdec.decoders.common import DecodeResult, DecodingMethod, Request
+from specdec.decoders.common import Request
 from specdec.decoders.gamma import FixedGamma
-from specdec.decoders.loop import draft_verify_loop
+from specdec.decoders.loop import DecodingMethod, DraftVerifyLoop
 from specdec.decoders.speculative import target_choices
 from specdec.drafters import Draft, Drafter
 from specdec.engine import Engine
@@ -58,7 +58,7 @@ class BiLD(DecodingMethod):
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
             raise InvalidArgumentError(f"max_small_tokens must be an integer >= 1, got {cap!r}")
 
-    def decode(self, target: Engine, drafter: Drafter | None, request: Request) -> DecodeResult:
+    def loop(self, target: Engine, drafter: Drafter | None, request: Request) -> DraftVerifyLoop:
         if drafter is not None and drafter.proposes_trees:
             raise InvalidArgumentError(
                 f"BiLD verifies a chain of small-model tokens; drafter {getattr(drafter, 'name', drafter)!r} "
@@ -68,7 +68,7 @@ class BiLD(DecodingMethod):
         def rule(draft: Draft, logits: torch.Tensor, draws: Draws) -> Verification:
             return bild_verify(draft, logits, self.rollback_threshold, request.sampling, draws)
 
-        return draft_verify_loop(
+        return DraftVerifyLoop(
             target,
             drafter,
             request,

@@ -3,16 +3,13 @@ target's own choice of token."""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 
 from specdec.decoders.stats import GenerationStats
 from specdec.decoders.stopping import Rows, StopCriteria, StreamCallback
-from specdec.drafters import Drafter
 from specdec.engine import Engine
 from specdec.sampling import Draws, SamplingConfig, greedy_tokens, logits_to_probs
 
@@ -45,25 +42,6 @@ class DecodeResult:
     finish_reasons: list[str]  # "eos", "length", "stop_string" or "context"
     from_draft: list[list[bool]]  # per token: was it an accepted draft token
     stats: GenerationStats
-
-
-class DecodingMethod(ABC):
-    """A decoding method as a small object: which algorithm, with which settings.
-
-    ``Pipeline.generate(method=...)`` takes one; every draft-then-verify method is a thin wrapper
-    around :func:`specdec.decoders.loop.draft_verify_loop` with its own verify rule.
-    """
-
-    name: ClassVar[str]
-    #: whether the method drafts (and so needs the pipeline's drafter)
-    needs_drafter: ClassVar[bool] = True
-    #: whether its greedy output equals plain greedy decoding and its sampled output follows the
-    #: target's distribution exactly (the conformance tests hold every lossless method to this)
-    lossless: ClassVar[bool] = True
-
-    @abstractmethod
-    def decode(self, target: Engine, drafter: Drafter | None, request: Request) -> DecodeResult:
-        """Decode ``request`` on the target's engine (with ``drafter`` when :attr:`needs_drafter`)."""
 
 
 def target_choice(

@@ -11,14 +11,17 @@ end of the context window, down to 0 (a plain target step), so every position of
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
 from specdec.decoders.common import DecodeResult, Request, context_full, finish
 from specdec.decoders.gamma import GammaPolicy, StepResult
 from specdec.decoders.stats import GenerationStats
-from specdec.decoders.stopping import Rows
+from specdec.decoders.stopping import Rows, StopCriteria
 from specdec.drafters import Draft, Drafter, Feedback
 from specdec.engine import Engine
 from specdec.sampling import Draws, TreeVerification, Verification, chain_parents, tree_attention
@@ -26,6 +29,9 @@ from specdec.sampling import Draws, TreeVerification, Verification, chain_parent
 # rule(draft, target logits at [pending, draft tokens] [B, γ+1, V], draws) -> what each row keeps
 # (a count for chains, a path for trees) and what follows
 VerifyRule = Callable[[Draft, torch.Tensor, Draws], Verification | TreeVerification]
+
+# Provenance of an emitted token (StepOutput.provenance)
+ACCEPTED, RESAMPLED, BONUS, TARGET = "accepted", "resampled", "bonus", "target"
 
 
 def usable_lengths(rows: Rows, target: Engine) -> torch.Tensor:
@@ -38,10 +44,12 @@ def usable_lengths(rows: Rows, target: Engine) -> torch.Tensor:
     return usable.clamp(min=0)
 
 
-def draft_length(policy: GammaPolicy, usable: torch.Tensor, target: Engine, drafter: Drafter) -> int:
+def draft_length(policy: GammaPolicy | None, usable: torch.Tensor, target: Engine, drafter: Drafter) -> int:
     """γ for this step: the policy's choice (a tree drafter's own block size), cut to what the row
     that can use the most can use, and to the context windows of target and drafter for the row
     nearest its end (a drafter may run on the target's engine: an early exit) (0: a plain step)."""
+    if policy is None:  # plain decoding
+        return 0
     wanted = drafter.block_positions or policy.next_gamma()
     gamma = min(wanted, int(usable.max()))
     room = target.room()
@@ -95,7 +103,8 @@ def keep_settled(target: Engine, draft: Draft, result: Verification | TreeVerifi
     positions), extra positions included: a count rolled back for chains, the kept path for trees."""
     lengths = draft.row_lengths()
     if draft.parents is None and draft.extra is None:
-        target.rollback(lengths - result.num_accepted)
+        if draft.gamma:  # a plain step keeps its one token
+            target.rollback(lengths - result.num_accepted)
         return
     keep = torch.zeros(len(lengths), width, dtype=torch.bool)
     keep[:, 0] = True
@@ -112,70 +121,153 @@ def accepted_nodes(draft: Draft, result: Verification | TreeVerification) -> lis
     return [list(range(n)) for n in counts]
 
 
-def draft_verify_loop(
-    target: Engine,
-    drafter: Drafter,
-    request: Request,
-    rule: VerifyRule,
-    *,
-    policy: GammaPolicy,
-    min_confidence: float = 0.0,
-) -> DecodeResult:
-    """Draft, score the block in one target call, keep what ``rule`` accepts, roll back the rest.
+def provenance(length: int, accepted: int) -> list[str]:
+    """Where each token a row emitted in one step came from: its accepted draft tokens, then the
+    target's token (a resampled one after a rejection, the bonus after a fully accepted draft, or a
+    plain step's own)."""
+    last = TARGET if length == 0 else BONUS if accepted == length else RESAMPLED
+    return [ACCEPTED] * accepted + [last]
 
-    Shared by every draft-then-verify method; they differ only in the rule (SpS's coupled match or
-    modified rejection sampling, BiLD's rollback threshold) and in when the drafter stops
-    (``min_confidence``, BiLD's fallback threshold).
+
+@dataclass
+class StepOutput:
+    """What one request got from one step: new tokens (cut at its stop), where each came from, and
+    why it finished (None while it runs)."""
+
+    row: int  # the request's row: its index in the batch it started with, then in admission order
+    tokens: list[int]
+    provenance: list[str]
+    finish_reason: str | None
+
+
+class DraftVerifyLoop:
+    """The one decoding loop, step by step: draft, score the block in one target call, keep what
+    ``rule`` accepts, roll back the rest. Requests join (:meth:`admit`) and leave (:meth:`abort`, or
+    their stop) between steps; :meth:`step` returns what each running request got.
+
+    Every method runs on it and differs only in the rule (SpS's coupled match or modified rejection
+    sampling, BiLD's rollback threshold), in when the drafter stops (``min_confidence``, BiLD's
+    fallback threshold) and in the γ ``policy`` (None: plain decoding, no drafts).
     """
-    start = time.perf_counter()
-    stats, rows = GenerationStats(), request.rows()
-    with stats.timed("prefill_time", target.device):
-        prefill = target.start(
-            request.prompts,
-            extra_slots=request.first_growth(block=policy.max_gamma + 1),
-            hidden_layers=drafter.target_hidden_layers,
-            reserved=drafter.reserved_slots,
-        )
-        drafter.begin(request.prompts, prefill)
-    while rows.active:
-        done = context_full(target)
-        if done:
-            rows.finish(done, "context")
-        else:
-            usable, draws = usable_lengths(rows, target), rows.draws()
-            gamma = draft_length(policy, usable, target, drafter)
-            spent = stats.draft_time, stats.target_time
-            with stats.timed("draft_time", target.device):
-                draft = drafter.propose(gamma, request.sampling, draws, min_confidence=min_confidence)
-            if draft.parents is None and draft.extra is None:
-                draft = cap(draft, usable)  # short, stopped or over-budget drafts: don't verify padding
-            lengths = draft.row_lengths()
-            block, options = verify_block(rows.pending, draft)
-            with stats.timed("target_time", target.device):
-                out = target.extend(block, hidden_layers=drafter.target_hidden_layers, **options)
-            result = rule(draft, out.logits[:, : draft.gamma + 1], draws)
-            accepted = result.num_accepted
-            keep_settled(target, draft, result, block.shape[1])
-            path = result.path if isinstance(result, TreeVerification) else None
-            drafter.update(Feedback(accepted, result.next_token, out, path))
 
-            stats.target_calls += 1
-            stats.row_steps += len(rows.active)
-            stats.proposed_tokens += int(lengths.sum())
-            stats.accepted_tokens += int(accepted.sum())
-            stats.short_drafts += int((lengths < gamma).sum())
-            stats.rejections += int((accepted < lengths).sum())
-            stats.accepted_histogram.update(accepted.tolist())
-            if gamma and not drafter.block_positions:  # a forced plain step says nothing about drafting
-                draft_time, verify_time = stats.draft_time - spent[0], stats.target_time - spent[1]
-                chain = draft.parents is None  # a tree is scored by its depth, the γ it was drafted at
-                depth, depths = (draft.gamma, lengths) if chain else (gamma, torch.full_like(lengths, gamma))
-                policy.update(StepResult(depth, accepted.tolist(), depths.tolist(), verify_time, draft_time))
-            settled = zip(accepted_nodes(draft, result), result.next_token.tolist(), strict=True)
-            new = [[*draft.tokens[row, nodes].tolist(), t] for row, (nodes, t) in enumerate(settled)]
-            done = rows.emit(new, accepted.tolist())
+    def __init__(
+        self,
+        target: Engine,
+        drafter: Drafter,
+        request: Request,
+        rule: VerifyRule,
+        *,
+        policy: GammaPolicy | None,
+        min_confidence: float = 0.0,
+    ):
+        self.target, self.drafter, self.rule, self.policy = target, drafter, rule, policy
+        self.sampling, self.min_confidence = request.sampling, min_confidence
+        self.stats, self.rows = GenerationStats(), request.rows()
+        self._start = time.perf_counter()
+        block = 1 + (policy.max_gamma if policy is not None else 0)
+        with self.stats.timed("prefill_time", target.device):
+            prefill = target.start(
+                request.prompts,
+                extra_slots=request.first_growth(block=block),
+                hidden_layers=drafter.target_hidden_layers,
+                reserved=drafter.reserved_slots,
+            )
+            drafter.begin(request.prompts, prefill)
+
+    @property
+    def active(self) -> list[int]:
+        """The rows still running."""
+        return list(self.rows.active)
+
+    def admit(self, prompts: Sequence[Sequence[int]], keys: Sequence[int], stop: StopCriteria) -> list[int]:
+        """Add requests (token ids, noise keys, stop criteria) to the running batch; their rows."""
+        with self.stats.timed("prefill_time", self.target.device):
+            prefill = self.target.admit(prompts, hidden_layers=self.drafter.target_hidden_layers)
+            self.drafter.admit(prompts, prefill)
+        return self.rows.admit(prompts, keys, stop)
+
+    def abort(self, rows: Sequence[int]) -> None:
+        """Stop these requests now; their slots are freed."""
+        positions = [pos for pos, row in enumerate(self.rows.active) if row in set(rows)]
+        self.rows.finish(positions, "abort")
+        self.rows.drop(positions, self.target, self.drafter)
+
+    def step(self) -> list[StepOutput]:
+        """One target call for every running request (rows at the end of the context window finish
+        instead)."""
+        rows, target, drafter, stats = self.rows, self.target, self.drafter, self.stats
+        full = context_full(target)
+        if full:
+            out = [StepOutput(rows.active[pos], [], [], "context") for pos in full]
+            rows.finish(full, "context")
+            rows.drop(full, target, drafter)
+            return out
+        usable, draws = usable_lengths(rows, target), rows.draws()
+        gamma = draft_length(self.policy, usable, target, drafter)
+        spent = stats.draft_time, stats.target_time
+        with stats.timed("draft_time", target.device):
+            draft = drafter.propose(gamma, self.sampling, draws, min_confidence=self.min_confidence)
+        if draft.parents is None and draft.extra is None:
+            draft = cap(draft, usable)  # short, stopped or over-budget drafts: don't verify padding
+        lengths = draft.row_lengths()
+        block, options = verify_block(rows.pending, draft)
+        with stats.timed("target_time", target.device):
+            out = target.extend(block, hidden_layers=drafter.target_hidden_layers, **options)
+        result = self.rule(draft, out.logits[:, : draft.gamma + 1], draws)
+        accepted = result.num_accepted
+        keep_settled(target, draft, result, block.shape[1])
+        path = result.path if isinstance(result, TreeVerification) else None
+        drafter.update(Feedback(accepted, result.next_token, out, path))
+        stats.count_step(gamma, lengths, accepted)
+        if gamma and not drafter.block_positions:  # a forced plain step says nothing about drafting
+            draft_time, verify_time = stats.draft_time - spent[0], stats.target_time - spent[1]
+            chain = draft.parents is None  # a tree is scored by its depth, the γ it was drafted at
+            depth, depths = (draft.gamma, lengths) if chain else (gamma, torch.full_like(lengths, gamma))
+            self.policy.update(StepResult(depth, accepted.tolist(), depths.tolist(), verify_time, draft_time))
+        settled = zip(accepted_nodes(draft, result), result.next_token.tolist(), strict=True)
+        new = [[*draft.tokens[row, nodes].tolist(), t] for row, (nodes, t) in enumerate(settled)]
+        kinds = [provenance(n, a) for n, a in zip(lengths.tolist(), accepted.tolist(), strict=True)]
+        running, starts = list(rows.active), [len(rows.tokens[row]) for row in rows.active]
+        done = rows.emit(new, accepted.tolist())
+        outputs = [
+            StepOutput(
+                row, rows.tokens[row][start:], kind[: len(rows.tokens[row]) - start], rows.finish_reasons[row]
+            )
+            for row, start, kind in zip(running, starts, kinds, strict=True)
+        ]
         if done:
             rows.drop(done, target, drafter)
-    stats.draft_calls = drafter.draft_calls
-    stats.total_time = time.perf_counter() - start
-    return finish(rows, stats)
+        return outputs
+
+    def result(self) -> DecodeResult:
+        """Every request's tokens so far, with the call's statistics."""
+        self.stats.draft_calls = self.drafter.draft_calls
+        self.stats.total_time = time.perf_counter() - self._start
+        return finish(self.rows, self.stats)
+
+
+class DecodingMethod(ABC):
+    """A decoding method as a small object: which algorithm, with which settings.
+
+    ``Pipeline.generate(method=...)`` takes one; every method, plain decoding included, is a thin
+    wrapper around :class:`specdec.decoders.loop.DraftVerifyLoop` with its own verify rule.
+    """
+
+    name: ClassVar[str]
+    #: whether the method drafts (and so needs the pipeline's drafter)
+    needs_drafter: ClassVar[bool] = True
+    #: whether its greedy output equals plain greedy decoding and its sampled output follows the
+    #: target's distribution exactly (the conformance tests hold every lossless method to this)
+    lossless: ClassVar[bool] = True
+
+    @abstractmethod
+    def loop(self, target: Engine, drafter: Drafter | None, request: Request) -> DraftVerifyLoop:
+        """The step-wise loop for ``request`` on the target's engine (with ``drafter`` when
+        :attr:`needs_drafter`): requests join and leave it between steps."""
+
+    def decode(self, target: Engine, drafter: Drafter | None, request: Request) -> DecodeResult:
+        """Decode ``request`` to the end: its loop stepped until every row has finished."""
+        loop = self.loop(target, drafter, request)
+        while loop.active:
+            loop.step()
+        return loop.result()

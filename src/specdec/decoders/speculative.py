@@ -22,9 +22,9 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 
-from specdec.decoders.common import DecodeResult, DecodingMethod, Request, target_choice
+from specdec.decoders.common import Request, target_choice
 from specdec.decoders.gamma import GammaPolicy, make_gamma_policy
-from specdec.decoders.loop import draft_verify_loop
+from specdec.decoders.loop import DecodingMethod, DraftVerifyLoop
 from specdec.drafters import Draft, Drafter
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
@@ -110,10 +110,10 @@ class SpeculativeSampling(DecodingMethod):
         if self.verify not in VERIFY_RULES:
             raise InvalidArgumentError(f"verify must be one of {VERIFY_RULES}, got {self.verify!r}")
 
-    def decode(self, target: Engine, drafter: Drafter | None, request: Request) -> DecodeResult:
+    def loop(self, target: Engine, drafter: Drafter | None, request: Request) -> DraftVerifyLoop:
         check = coupled_verify if self.verify == "coupled" else rejection_verify
 
         def rule(draft: Draft, logits: torch.Tensor, draws: Draws) -> Verification | TreeVerification:
             return check(draft, logits, request.sampling, draws)
 
-        return draft_verify_loop(target, drafter, request, rule, policy=make_gamma_policy(self.gamma))
+        return DraftVerifyLoop(target, drafter, request, rule, policy=make_gamma_policy(self.gamma))

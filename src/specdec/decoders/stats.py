@@ -35,6 +35,16 @@ class GenerationStats:
     total_time: float = 0.0
     accepted_histogram: Counter = field(default_factory=Counter)  # accepted drafts per row-step
 
+    def count_step(self, gamma: int, lengths: torch.Tensor, accepted: torch.Tensor) -> None:
+        """One target call over ``len(lengths)`` rows that drafted ``lengths`` and kept ``accepted``."""
+        self.target_calls += 1
+        self.row_steps += len(lengths)
+        self.proposed_tokens += int(lengths.sum())
+        self.accepted_tokens += int(accepted.sum())
+        self.short_drafts += int((lengths < gamma).sum())
+        self.rejections += int((accepted < lengths).sum())
+        self.accepted_histogram.update(accepted.tolist())
+
     @property
     def acceptance_rate(self) -> float:
         """α: the fraction of proposed draft tokens the target accepted."""

@@ -57,17 +57,32 @@ class Rows:
         keys: Sequence[int],
         callback: StreamCallback | None = None,
     ):
-        num_rows = len(prompts)
-        self.tokens: list[list[int]] = [[] for _ in range(num_rows)]
-        self.from_draft: list[list[bool]] = [[] for _ in range(num_rows)]
-        self.finish_reasons: list[str | None] = [None] * num_rows
-        self.active: list[int] = list(range(num_rows))
-        self.pending = torch.tensor([p[-1] for p in prompts], dtype=torch.long)
-        self.stop, self.keys, self.callback = stop, list(keys), callback
+        self.tokens: list[list[int]] = []
+        self.from_draft: list[list[bool]] = []
+        self.finish_reasons: list[str | None] = []
+        self.active: list[int] = []
+        self.stops: list[StopCriteria] = []
+        self.keys: list[int] = []
+        self.pending = torch.zeros(0, dtype=torch.long)
+        self.callback = callback
+        self.admit(prompts, keys, stop)
+
+    def admit(self, prompts: Sequence[Sequence[int]], keys: Sequence[int], stop: StopCriteria) -> list[int]:
+        """Add rows (requests joining between steps) after the active ones; returns their row ids."""
+        first = len(self.tokens)
+        new = list(range(first, first + len(prompts)))
+        self.tokens += [[] for _ in new]
+        self.from_draft += [[] for _ in new]
+        self.finish_reasons += [None] * len(new)
+        self.stops += [stop] * len(new)
+        self.keys += list(keys)
+        self.active += new
+        self.pending = torch.cat([self.pending, torch.tensor([p[-1] for p in prompts], dtype=torch.long)])
+        return new
 
     def remaining(self) -> list[int]:
         """New tokens each active row may still produce."""
-        return [self.stop.max_new_tokens - len(self.tokens[row]) for row in self.active]
+        return [self.stops[row].max_new_tokens - len(self.tokens[row]) for row in self.active]
 
     def draws(self) -> KeyedDraws:
         """This step's randomness: offset 0 is each active row's next output position."""
@@ -84,7 +99,7 @@ class Rows:
             flags = [i < num_from_draft[pos] for i in range(len(new))]
             self.tokens[row].extend(new)
             self.from_draft[row].extend(flags)
-            stop = self.stop.first_stop(self.tokens[row], start)
+            stop = self.stops[row].first_stop(self.tokens[row], start)
             if stop is not None:
                 keep, self.finish_reasons[row] = stop
                 del self.tokens[row][keep:], self.from_draft[row][keep:]
@@ -103,8 +118,7 @@ class Rows:
         gone = set(positions)
         keep = [pos for pos in range(len(self.active)) if pos not in gone]
         self.active = [self.active[pos] for pos in keep]
-        if keep:  # nothing left to select from when every row finished
-            index = torch.tensor(keep, dtype=torch.long)
-            self.pending = self.pending[index]
-            for state in states:
-                state.select_rows(index)
+        index = torch.tensor(keep, dtype=torch.long)  # empty when every row finished: all slots freed
+        self.pending = self.pending[index]
+        for state in states:
+            state.select_rows(index)

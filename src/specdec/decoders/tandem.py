@@ -15,9 +15,9 @@ from typing import ClassVar
 
 import torch
 
-from specdec.decoders.common import DecodeResult, DecodingMethod, Request
+from specdec.decoders.common import Request
 from specdec.decoders.gamma import FixedGamma, check_gamma
-from specdec.decoders.loop import draft_verify_loop
+from specdec.decoders.loop import DecodingMethod, DraftVerifyLoop
 from specdec.decoders.speculative import target_choices
 from specdec.drafters import Draft, Drafter
 from specdec.engine import Engine
@@ -57,8 +57,8 @@ class TandemGeneration(DecodingMethod):
     def __post_init__(self) -> None:
         check_gamma(self.gamma)
 
-    def decode(self, target: Engine, drafter: Drafter | None, request: Request) -> DecodeResult:
+    def loop(self, target: Engine, drafter: Drafter | None, request: Request) -> DraftVerifyLoop:
         def rule(draft: Draft, logits: torch.Tensor, draws: Draws) -> Verification:
             return keep_block(draft, logits, request.sampling, draws, self.free_token)
 
-        return draft_verify_loop(target, drafter, request, rule, policy=FixedGamma(self.gamma))
+        return DraftVerifyLoop(target, drafter, request, rule, policy=FixedGamma(self.gamma))

@@ -8,6 +8,7 @@ from specdec.drafters.derived import ReducedPrecisionDrafter, TruncatedDrafter
 from specdec.drafters.early_exit import EarlyExitDrafter
 from specdec.drafters.factory import DRAFTER_SPECS, make_drafter
 from specdec.drafters.model import ModelDrafter
+from specdec.drafters.none import NoDrafter
 from specdec.drafters.prompt_lookup import PromptLookupDrafter, lookup_continuation
 from specdec.drafters.tandem import TandemDrafter
 
@@ -21,6 +22,7 @@ __all__ = [
     "Feedback",
     "LookupThenModelDrafter",
     "ModelDrafter",
+    "NoDrafter",
     "PromptLookupDrafter",
     "ReducedPrecisionDrafter",
     "TandemDrafter",

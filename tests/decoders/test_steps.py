@@ -1,0 +1,167 @@
+"""The step-wise loop: requests that arrive and leave at any step get exactly what they get alone.
+
+Random arrival and abort schedules over random requests (greedy and seeded sampling, each request its
+own budget and seed) with every drafter family on tiny Llama and GPT-2 targets; after every step the
+engine holds exactly the running rows.
+"""
+
+from typing import ClassVar
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from specdec.decoders import PlainDecoding, Request, SpeculativeSampling, StopCriteria
+from specdec.decoders.loop import ACCEPTED, BONUS, RESAMPLED, TARGET
+from specdec.drafters import EarlyExitDrafter, ModelDrafter, PromptLookupDrafter
+from specdec.drafters.tandem import TandemDrafter
+from specdec.engine import Engine
+from specdec.sampling import SamplingConfig, row_keys
+from tiny import make_gpt2, make_llama, make_tandem, make_tokenizer
+
+POOL = [
+    [5, 9, 14, 22, 5, 9, 14, 30, 31, 5, 9],
+    [40, 41, 42, 40, 41],
+    [7, 70, 71, 72, 73, 74, 7, 70, 71],
+    [100, 3],
+    [12, 13, 14, 15, 16, 17, 18, 12, 13, 14, 15, 16, 17],
+]
+FAMILIES = {
+    "plain": None,
+    "prompt-lookup": lambda target, tok: PromptLookupDrafter(),
+    "model": lambda target, tok: ModelDrafter(make_llama(len(tok), seed=7), tok),
+    "tandem": lambda target, tok: TandemDrafter(make_tandem(target), tok),
+    "early-exit": lambda target, tok: EarlyExitDrafter(target, 2),
+}
+SAMPLINGS = [SamplingConfig(), SamplingConfig(temperature=1.0, top_k=20)]
+
+
+class Setup:
+    """A target, its engine and one drafter of a family, built once per (target kind, family)."""
+
+    _built: ClassVar[dict] = {}
+
+    def __init__(self, kind: str, family: str):
+        tok = make_tokenizer()
+        target = (make_llama if kind == "llama" else make_gpt2)(len(tok), seed=0, layers=4)
+        self.engine = Engine(target)
+        make = FAMILIES[family]
+        self.drafter = None if make is None else make(target, tok)
+        if self.drafter is not None:
+            self.drafter.attach(self.engine)
+        self.method = PlainDecoding() if make is None else SpeculativeSampling(3)
+
+    @classmethod
+    def get(cls, kind: str, family: str) -> "Setup":
+        if (kind, family) not in cls._built:
+            cls._built[(kind, family)] = cls(kind, family)
+        return cls._built[(kind, family)]
+
+    def loop(self, prompt: list[int], sampling: SamplingConfig, max_new: int, seed: int):
+        request = Request([prompt], sampling, StopCriteria(max_new, frozenset({0})), row_keys([seed], 1))
+        return self.method.loop(self.engine, self.drafter, request)
+
+    def alone(self, prompt: list[int], sampling: SamplingConfig, max_new: int, seed: int) -> list[int]:
+        loop = self.loop(prompt, sampling, max_new, seed)
+        while loop.active:
+            loop.step()
+        return loop.result().tokens[0]
+
+
+requests = st.lists(
+    st.tuples(
+        st.integers(0, len(POOL) - 1),  # prompt
+        st.integers(1, 12),  # max_new_tokens
+        st.integers(0, 2**32),  # seed
+        st.integers(0, 6),  # arrival step
+        st.one_of(st.none(), st.integers(0, 8)),  # abort this many steps after arrival
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(["llama", "gpt2"]),
+    st.sampled_from(list(FAMILIES)),
+    st.sampled_from(SAMPLINGS),
+    requests,
+)
+def test_arrivals_and_aborts_never_change_what_a_request_gets(kind, family, sampling, reqs):
+    setup = Setup.get(kind, family)
+    reqs = sorted(reqs, key=lambda r: r[3])
+    first = reqs[0]
+    loop = setup.loop(POOL[first[0]], sampling, first[1], first[2])
+    row_of = {0: 0}  # request index -> row
+    got: dict[int, list[int]] = {0: []}
+    kinds: dict[int, list[str]] = {0: []}
+    arrived = {0: first[3]}
+    step, pending = first[3], list(range(1, len(reqs)))
+    while loop.active or pending:
+        for i in [i for i in pending if reqs[i][3] <= step]:
+            prompt, max_new, seed, _, _ = reqs[i]
+            (row,) = loop.admit([POOL[prompt]], row_keys([seed], 1), StopCriteria(max_new, frozenset({0})))
+            row_of[i], got[i], kinds[i], arrived[i] = row, [], [], step
+            pending.remove(i)
+        doomed = [
+            row_of[i]
+            for i, r in enumerate(reqs)
+            if i in row_of and r[4] is not None and arrived[i] + r[4] == step
+        ]
+        loop.abort(doomed)
+        if loop.active:
+            for out in loop.step():
+                i = next(i for i, row in row_of.items() if row == out.row)
+                got[i] += out.tokens
+                kinds[i] += out.provenance
+                assert len(out.provenance) == len(out.tokens)
+        assert setup.engine.batch_size == len(loop.active)  # finished and aborted rows freed their slots
+        step += 1
+    result = loop.result()
+    for i, (prompt, max_new, seed, _, _) in enumerate(reqs):
+        alone = setup.alone(POOL[prompt], sampling, max_new, seed)
+        assert result.tokens[row_of[i]] == got[i]
+        if result.finish_reasons[row_of[i]] == "abort":
+            assert got[i] == alone[: len(got[i])]
+        else:
+            assert got[i] == alone
+        assert [k == ACCEPTED for k in kinds[i]] == result.from_draft[row_of[i]]
+        assert set(kinds[i]) <= {ACCEPTED, RESAMPLED, BONUS, TARGET}
+
+
+def test_negative_control_a_row_admitted_with_the_wrong_pending_token_is_caught():
+    """The same comparison fails when admission mislays a newcomer's state (its prompt's last token)."""
+    setup = Setup.get("llama", "plain")
+    loop = setup.loop(POOL[0], SamplingConfig(), 6, 1)
+    loop.step()
+    (row,) = loop.admit([POOL[2]], row_keys([2], 1), StopCriteria(6, frozenset({0})))
+    loop.rows.pending[-1] = 99  # a broken admission
+    while loop.active:
+        loop.step()
+    assert loop.result().tokens[row] != setup.alone(POOL[2], SamplingConfig(), 6, 2)
+
+
+def test_provenance_of_a_plain_step_and_of_speculative_steps():
+    plain = Setup.get("llama", "plain").loop(POOL[0], SamplingConfig(), 4, 0)
+    assert {k for out in plain.step() for k in out.provenance} == {TARGET}
+    spec = Setup.get("llama", "prompt-lookup").loop(POOL[4], SamplingConfig(), 12, 0)
+    seen = []
+    while spec.active:
+        for out in spec.step():
+            seen += out.provenance
+            assert out.provenance[-1] != ACCEPTED or out.finish_reason is not None
+    assert ACCEPTED in seen
+
+
+@pytest.mark.parametrize("family", ["plain", "model"])
+def test_abort_frees_the_row_at_once(family):
+    setup = Setup.get("gpt2", family)
+    loop = setup.loop(POOL[1], SamplingConfig(), 10, 0)
+    (other,) = loop.admit([POOL[3]], row_keys([1], 1), StopCriteria(10, frozenset({0})))
+    loop.step()
+    loop.abort([0])
+    assert loop.active == [other] and setup.engine.batch_size == 1
+    assert loop.result().finish_reasons[0] == "abort"
+    assert torch.equal(loop.rows.pending, loop.rows.pending[-1:])

@@ -18,7 +18,7 @@ from typing import ClassVar
 
 import torch
 
-from specdec.decoders.common import DecodeResult, Request, context_full, finish
+from specdec.decoders.common import DecodeResult, Request, context_full, finish, target_choice
 from specdec.decoders.gamma import GammaPolicy, StepResult
 from specdec.decoders.stats import GenerationStats
 from specdec.decoders.stopping import Rows, StopCriteria
@@ -72,6 +72,8 @@ def cap(draft: Draft, usable: torch.Tensor) -> Draft:
 def verify_block(pending: torch.Tensor, draft: Draft) -> tuple[torch.Tensor, dict]:
     """The target's block for a draft, [pending token, draft tokens, the drafter's extra positions], and
     the :meth:`~specdec.engine.Engine.extend` options that shape it (padding, tree mask, embeddings)."""
+    if draft.gamma == 0 and draft.extra is None:  # a plain step
+        return pending[:, None], {}
     lengths = draft.row_lengths()
     tokens = torch.cat([pending[:, None], draft.tokens], dim=1)
     token_mask = torch.arange(draft.gamma + 1)[None, :] <= lengths[:, None]
@@ -202,18 +204,23 @@ class DraftVerifyLoop:
             rows.finish(full, "context")
             rows.drop(full, target, drafter)
             return out
-        usable, draws = usable_lengths(rows, target), rows.draws()
-        gamma = draft_length(self.policy, usable, target, drafter)
+        draws = rows.draws()
+        usable = None if self.policy is None else usable_lengths(rows, target)  # None: plain decoding
+        gamma = 0 if usable is None else draft_length(self.policy, usable, target, drafter)
         spent = stats.draft_time, stats.target_time
         with stats.timed("draft_time", target.device):
             draft = drafter.propose(gamma, self.sampling, draws, min_confidence=self.min_confidence)
-        if draft.parents is None and draft.extra is None:
+        if draft.gamma and draft.parents is None and draft.extra is None:
             draft = cap(draft, usable)  # short, stopped or over-budget drafts: don't verify padding
         lengths = draft.row_lengths()
         block, options = verify_block(rows.pending, draft)
         with stats.timed("target_time", target.device):
             out = target.extend(block, hidden_layers=drafter.target_hidden_layers, **options)
-        result = self.rule(draft, out.logits[:, : draft.gamma + 1], draws)
+        if draft.gamma or draft.extra is not None:
+            result = self.rule(draft, out.logits[:, : draft.gamma + 1], draws)
+        else:  # a plain step, whatever the rule: the target's own choice
+            chosen = target_choice(out.logits[:, 0], self.sampling, draws, 0)
+            result = Verification(torch.zeros_like(chosen), chosen)
         accepted = result.num_accepted
         keep_settled(target, draft, result, block.shape[1])
         path = result.path if isinstance(result, TreeVerification) else None
@@ -225,7 +232,10 @@ class DraftVerifyLoop:
             depth, depths = (draft.gamma, lengths) if chain else (gamma, torch.full_like(lengths, gamma))
             self.policy.update(StepResult(depth, accepted.tolist(), depths.tolist(), verify_time, draft_time))
         settled = zip(accepted_nodes(draft, result), result.next_token.tolist(), strict=True)
-        new = [[*draft.tokens[row, nodes].tolist(), t] for row, (nodes, t) in enumerate(settled)]
+        new = [
+            [*draft.tokens[row, nodes].tolist(), t] if nodes else [t]
+            for row, (nodes, t) in enumerate(settled)
+        ]
         kinds = [provenance(n, a) for n, a in zip(lengths.tolist(), accepted.tolist(), strict=True)]
         running, starts = list(rows.active), [len(rows.tokens[row]) for row in rows.active]
         done = rows.emit(new, accepted.tolist())

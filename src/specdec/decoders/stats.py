@@ -37,13 +37,14 @@ class GenerationStats:
 
     def count_step(self, gamma: int, lengths: torch.Tensor, accepted: torch.Tensor) -> None:
         """One target call over ``len(lengths)`` rows that drafted ``lengths`` and kept ``accepted``."""
+        proposed, kept = lengths.tolist(), accepted.tolist()
         self.target_calls += 1
-        self.row_steps += len(lengths)
-        self.proposed_tokens += int(lengths.sum())
-        self.accepted_tokens += int(accepted.sum())
-        self.short_drafts += int((lengths < gamma).sum())
-        self.rejections += int((accepted < lengths).sum())
-        self.accepted_histogram.update(accepted.tolist())
+        self.row_steps += len(proposed)
+        self.proposed_tokens += sum(proposed)
+        self.accepted_tokens += sum(kept)
+        self.short_drafts += sum(n < gamma for n in proposed)
+        self.rejections += sum(a < n for a, n in zip(kept, proposed, strict=True))
+        self.accepted_histogram.update(kept)
 
     @property
     def acceptance_rate(self) -> float:

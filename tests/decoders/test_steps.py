@@ -34,7 +34,11 @@ FAMILIES = {
     "tandem": lambda target, tok: TandemDrafter(make_tandem(target), tok),
     "early-exit": lambda target, tok: EarlyExitDrafter(target, 2),
 }
-SAMPLINGS = [SamplingConfig(), SamplingConfig(temperature=1.0, top_k=20)]
+SAMPLINGS = [
+    SamplingConfig(),
+    SamplingConfig(temperature=1.0, top_k=20),
+    SamplingConfig(temperature=0.7, top_p=0.9),
+]
 
 
 class Setup:
@@ -76,6 +80,7 @@ requests = st.lists(
         st.integers(0, 2**32),  # seed
         st.integers(0, 6),  # arrival step
         st.one_of(st.none(), st.integers(0, 8)),  # abort this many steps after arrival
+        st.sampled_from(SAMPLINGS),  # its own sampling settings
     ),
     min_size=1,
     max_size=5,
@@ -83,17 +88,13 @@ requests = st.lists(
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    st.sampled_from(["llama", "gpt2"]),
-    st.sampled_from(list(FAMILIES)),
-    st.sampled_from(SAMPLINGS),
-    requests,
-)
-def test_arrivals_and_aborts_never_change_what_a_request_gets(kind, family, sampling, reqs):
+@given(st.sampled_from(["llama", "gpt2"]), st.sampled_from(list(FAMILIES)), requests)
+def test_arrivals_and_aborts_never_change_what_a_request_gets(kind, family, reqs):
+    """Greedy rows beside sampled rows of other settings, each with its own budget and seed."""
     setup = Setup.get(kind, family)
     reqs = sorted(reqs, key=lambda r: r[3])
     first = reqs[0]
-    loop = setup.loop(POOL[first[0]], sampling, first[1], first[2])
+    loop = setup.loop(POOL[first[0]], first[5], first[1], first[2])
     row_of = {0: 0}  # request index -> row
     got: dict[int, list[int]] = {0: []}
     kinds: dict[int, list[str]] = {0: []}
@@ -101,8 +102,9 @@ def test_arrivals_and_aborts_never_change_what_a_request_gets(kind, family, samp
     step, pending = first[3], list(range(1, len(reqs)))
     while loop.active or pending:
         for i in [i for i in pending if reqs[i][3] <= step]:
-            prompt, max_new, seed, _, _ = reqs[i]
-            (row,) = loop.admit([POOL[prompt]], row_keys([seed], 1), StopCriteria(max_new, frozenset({0})))
+            prompt, max_new, seed, _, _, sampling = reqs[i]
+            stop = StopCriteria(max_new, frozenset({0}))
+            (row,) = loop.admit([POOL[prompt]], row_keys([seed], 1), stop, sampling)
             row_of[i], got[i], kinds[i], arrived[i] = row, [], [], step
             pending.remove(i)
         doomed = [
@@ -120,7 +122,7 @@ def test_arrivals_and_aborts_never_change_what_a_request_gets(kind, family, samp
         assert setup.engine.batch_size == len(loop.active)  # finished and aborted rows freed their slots
         step += 1
     result = loop.result()
-    for i, (prompt, max_new, seed, _, _) in enumerate(reqs):
+    for i, (prompt, max_new, seed, _, _, sampling) in enumerate(reqs):
         alone = setup.alone(POOL[prompt], sampling, max_new, seed)
         assert result.tokens[row_of[i]] == got[i]
         if result.finish_reasons[row_of[i]] == "abort":

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from scipy.stats import chisquare
 
 from specdec.sampling import (
+    RowSampling,
     SamplingConfig,
     greedy_tokens,
     gumbel_argmax,
@@ -243,3 +244,19 @@ def test_top_p_from_the_top_candidates_equals_the_full_sort(logits, top_p, candi
     tied = (probs[:, :, None] == probs[:, None, :]).sum(-1) > 1  # a tie may swap which one is kept
     torch.testing.assert_close(got[~tied.any(-1)], reference[~tied.any(-1)], rtol=1e-12, atol=1e-15)
     torch.testing.assert_close(got.sum(-1), torch.ones(len(logits), dtype=torch.float64))
+
+
+def test_row_sampling_gives_each_row_its_own_distribution():
+    logits = torch.randn(5, 30, generator=torch.Generator().manual_seed(3))
+    configs = (
+        SamplingConfig(),
+        SamplingConfig(temperature=0.5, top_k=4),
+        SamplingConfig(),
+        SamplingConfig(temperature=1.0, top_p=0.8),
+        SamplingConfig(temperature=0.5, top_k=4),
+    )
+    mixed = logits_to_probs(logits, RowSampling(configs))
+    for row, config in enumerate(configs):
+        assert torch.equal(mixed[row], logits_to_probs(logits[row : row + 1], config)[0])
+    assert not RowSampling(configs).greedy and RowSampling(configs[:1]).greedy
+    assert len(RowSampling(configs).groups()) == 3

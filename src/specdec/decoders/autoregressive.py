@@ -9,14 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-import torch
-
 from specdec.decoders.common import Request
 from specdec.decoders.loop import DecodingMethod, DraftVerifyLoop
 from specdec.decoders.speculative import coupled_verify
-from specdec.drafters import Draft, Drafter, NoDrafter
+from specdec.drafters import Drafter, NoDrafter
 from specdec.engine import Engine
-from specdec.sampling import Draws, TreeVerification, Verification
 
 
 @dataclass(frozen=True)
@@ -27,7 +24,4 @@ class PlainDecoding(DecodingMethod):
     needs_drafter: ClassVar[bool] = False
 
     def loop(self, target: Engine, drafter: Drafter | None, request: Request) -> DraftVerifyLoop:
-        def rule(draft: Draft, logits: torch.Tensor, draws: Draws) -> Verification | TreeVerification:
-            return coupled_verify(draft, logits, request.sampling, draws)
-
-        return DraftVerifyLoop(target, NoDrafter(), request, rule, policy=None)
+        return DraftVerifyLoop(target, NoDrafter(), request, coupled_verify, policy=None)

@@ -30,7 +30,7 @@ from specdec.decoders.speculative import target_choices
 from specdec.drafters import Draft, Drafter
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
-from specdec.sampling import Draws, SamplingConfig, Verification, match_verify
+from specdec.sampling import Draws, Sampling, Verification, match_verify
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,8 @@ class BiLD(DecodingMethod):
                 "proposes trees (use method 'sps')"
             )
 
-        def rule(draft: Draft, logits: torch.Tensor, draws: Draws) -> Verification:
-            return bild_verify(draft, logits, self.rollback_threshold, request.sampling, draws)
+        def rule(draft: Draft, logits: torch.Tensor, sampling: Sampling, draws: Draws) -> Verification:
+            return bild_verify(draft, logits, self.rollback_threshold, sampling, draws)
 
         return DraftVerifyLoop(
             target,
@@ -85,7 +85,7 @@ def rollback_distance(draft_tokens: torch.Tensor, target_logits: torch.Tensor) -
 
 
 def bild_verify(
-    draft: Draft, logits: torch.Tensor, rollback_threshold: float, sampling: SamplingConfig, draws: Draws
+    draft: Draft, logits: torch.Tensor, rollback_threshold: float, sampling: Sampling, draws: Draws
 ) -> Verification:
     """Keep pending small tokens up to the first one with d > α_RB that the large model would not have
     chosen itself; the large model's own choice replaces it, or follows the last kept token."""

@@ -11,7 +11,7 @@ import torch
 from specdec.decoders.stats import GenerationStats
 from specdec.decoders.stopping import Rows, StopCriteria, StreamCallback
 from specdec.engine import Engine
-from specdec.sampling import Draws, SamplingConfig, greedy_tokens, logits_to_probs
+from specdec.sampling import Draws, RowSampling, Sampling, greedy_tokens, logits_to_probs
 
 # Slots a decoder's cache reserves beyond the prompt at first (it grows with the text, up to the
 # context window), so short answers to requests with a large max_new_tokens stay small.
@@ -23,13 +23,13 @@ class Request:
     """One batch to decode: token ids per row, how to sample, when to stop, each row's noise key."""
 
     prompts: Sequence[Sequence[int]]
-    sampling: SamplingConfig
+    sampling: Sampling  # one config for every row, or a RowSampling of one per row
     stop: StopCriteria
     keys: Sequence[int]  # one per row, see specdec.sampling.noise.row_keys
     callback: StreamCallback | None = None
 
     def rows(self) -> Rows:
-        return Rows(self.prompts, self.stop, self.keys, self.callback)
+        return Rows(self.prompts, self.stop, self.keys, self.callback, self.sampling)
 
     def first_growth(self, block: int) -> int:
         """Slots to reserve beyond the longest prompt: some new tokens and one block of slack."""
@@ -46,13 +46,16 @@ class DecodeResult:
 
 def target_choice(
     logits: torch.Tensor,
-    sampling: SamplingConfig,
+    sampling: Sampling,
     draws: Draws,
     offset: int,
     rows: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """The target's own token from ``logits`` ``[n, V]``: the argmax when greedy, else the Gumbel-max
-    draw with the noise of position ``offset`` (stream DRAW), exactly what plain decoding draws there."""
+    """The target's own token from ``logits`` ``[n, V]`` for batch positions ``rows`` (default: every
+    row): the argmax when greedy, else the Gumbel-max draw with the noise of position ``offset``
+    (stream DRAW), exactly what plain decoding draws there. ``sampling`` is the batch's."""
+    if isinstance(sampling, RowSampling) and rows is not None:
+        sampling = sampling.select(rows)
     if sampling.greedy:
         return greedy_tokens(logits).cpu()
     return draws.sample(logits_to_probs(logits, sampling), offset, rows).cpu()

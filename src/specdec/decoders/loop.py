@@ -21,14 +21,21 @@ import torch
 from specdec.decoders.common import DecodeResult, Request, context_full, finish, target_choice
 from specdec.decoders.gamma import GammaPolicy, StepResult
 from specdec.decoders.stats import GenerationStats
-from specdec.decoders.stopping import Rows, StopCriteria
+from specdec.decoders.stopping import GREEDY, Rows, StopCriteria
 from specdec.drafters import Draft, Drafter, Feedback
 from specdec.engine import Engine
-from specdec.sampling import Draws, TreeVerification, Verification, chain_parents, tree_attention
+from specdec.sampling import (
+    Draws,
+    Sampling,
+    TreeVerification,
+    Verification,
+    chain_parents,
+    tree_attention,
+)
 
-# rule(draft, target logits at [pending, draft tokens] [B, γ+1, V], draws) -> what each row keeps
-# (a count for chains, a path for trees) and what follows
-VerifyRule = Callable[[Draft, torch.Tensor, Draws], Verification | TreeVerification]
+# rule(draft, target logits at [pending, draft tokens] [B, γ+1, V], the rows' sampling, draws) -> what
+# each row keeps (a count for chains, a path for trees) and what follows
+VerifyRule = Callable[[Draft, torch.Tensor, Sampling, Draws], Verification | TreeVerification]
 
 # Provenance of an emitted token (StepOutput.provenance)
 ACCEPTED, RESAMPLED, BONUS, TARGET = "accepted", "resampled", "bonus", "target"
@@ -163,7 +170,7 @@ class DraftVerifyLoop:
         min_confidence: float = 0.0,
     ):
         self.target, self.drafter, self.rule, self.policy = target, drafter, rule, policy
-        self.sampling, self.min_confidence = request.sampling, min_confidence
+        self.min_confidence = min_confidence
         self.stats, self.rows = GenerationStats(), request.rows()
         self._start = time.perf_counter()
         block = 1 + (policy.max_gamma if policy is not None else 0)
@@ -181,12 +188,18 @@ class DraftVerifyLoop:
         """The rows still running."""
         return list(self.rows.active)
 
-    def admit(self, prompts: Sequence[Sequence[int]], keys: Sequence[int], stop: StopCriteria) -> list[int]:
-        """Add requests (token ids, noise keys, stop criteria) to the running batch; their rows."""
+    def admit(
+        self,
+        prompts: Sequence[Sequence[int]],
+        keys: Sequence[int],
+        stop: StopCriteria,
+        sampling: Sampling = GREEDY,
+    ) -> list[int]:
+        """Add requests (token ids, noise keys, stop criteria, sampling) to the running batch; their rows."""
         with self.stats.timed("prefill_time", self.target.device):
             prefill = self.target.admit(prompts, hidden_layers=self.drafter.target_hidden_layers)
             self.drafter.admit(prompts, prefill)
-        return self.rows.admit(prompts, keys, stop)
+        return self.rows.admit(prompts, keys, stop, sampling)
 
     def abort(self, rows: Sequence[int]) -> None:
         """Stop these requests now; their slots are freed."""
@@ -204,12 +217,12 @@ class DraftVerifyLoop:
             rows.finish(full, "context")
             rows.drop(full, target, drafter)
             return out
-        draws = rows.draws()
+        draws, sampling = rows.draws(), rows.sampling()
         usable = None if self.policy is None else usable_lengths(rows, target)  # None: plain decoding
         gamma = 0 if usable is None else draft_length(self.policy, usable, target, drafter)
         spent = stats.draft_time, stats.target_time
         with stats.timed("draft_time", target.device):
-            draft = drafter.propose(gamma, self.sampling, draws, min_confidence=self.min_confidence)
+            draft = drafter.propose(gamma, sampling, draws, min_confidence=self.min_confidence)
         if draft.gamma and draft.parents is None and draft.extra is None:
             draft = cap(draft, usable)  # short, stopped or over-budget drafts: don't verify padding
         lengths = draft.row_lengths()
@@ -217,9 +230,9 @@ class DraftVerifyLoop:
         with stats.timed("target_time", target.device):
             out = target.extend(block, hidden_layers=drafter.target_hidden_layers, **options)
         if draft.gamma or draft.extra is not None:
-            result = self.rule(draft, out.logits[:, : draft.gamma + 1], draws)
+            result = self.rule(draft, out.logits[:, : draft.gamma + 1], sampling, draws)
         else:  # a plain step, whatever the rule: the target's own choice
-            chosen = target_choice(out.logits[:, 0], self.sampling, draws, 0)
+            chosen = target_choice(out.logits[:, 0], sampling, draws, 0)
             result = Verification(torch.zeros_like(chosen), chosen)
         accepted = result.num_accepted
         keep_settled(target, draft, result, block.shape[1])

@@ -30,7 +30,7 @@ from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
 from specdec.sampling import (
     Draws,
-    SamplingConfig,
+    Sampling,
     TreeVerification,
     Verification,
     greedy_tokens,
@@ -46,7 +46,7 @@ from specdec.sampling.verification import Choose
 VERIFY_RULES = ("coupled", "rejection")
 
 
-def tree_choices(logits: torch.Tensor, sampling: SamplingConfig, draws: Draws) -> TreeChoose:
+def tree_choices(logits: torch.Tensor, sampling: Sampling, draws: Draws) -> TreeChoose:
     """The target's own choice at block positions, its randomness keyed by depth (the output offset)."""
     if sampling.greedy:
         argmax = greedy_tokens(logits).cpu()
@@ -59,7 +59,7 @@ def tree_choices(logits: torch.Tensor, sampling: SamplingConfig, draws: Draws) -
     return choose
 
 
-def target_choices(logits: torch.Tensor, sampling: SamplingConfig, draws: Draws) -> Choose:
+def target_choices(logits: torch.Tensor, sampling: Sampling, draws: Draws) -> Choose:
     """The target's own choice at block position i, computed only for the rows that reach it."""
     if sampling.greedy:
         argmax = greedy_tokens(logits).cpu()
@@ -68,7 +68,7 @@ def target_choices(logits: torch.Tensor, sampling: SamplingConfig, draws: Draws)
 
 
 def coupled_verify(
-    draft: Draft, logits: torch.Tensor, sampling: SamplingConfig, draws: Draws
+    draft: Draft, logits: torch.Tensor, sampling: Sampling, draws: Draws
 ) -> Verification | TreeVerification:
     """Keep draft tokens while they equal the target's own choice; emit its choice at the first miss."""
     if draft.parents is not None:
@@ -77,7 +77,7 @@ def coupled_verify(
 
 
 def rejection_verify(
-    draft: Draft, logits: torch.Tensor, sampling: SamplingConfig, draws: Draws
+    draft: Draft, logits: torch.Tensor, sampling: Sampling, draws: Draws
 ) -> Verification | TreeVerification:
     """Modified rejection sampling against q = the target's sampling distribution at each position."""
     if sampling.greedy or draft.gamma == 0:  # one-hot q (or nothing to test): matching is the same rule
@@ -111,9 +111,5 @@ class SpeculativeSampling(DecodingMethod):
             raise InvalidArgumentError(f"verify must be one of {VERIFY_RULES}, got {self.verify!r}")
 
     def loop(self, target: Engine, drafter: Drafter | None, request: Request) -> DraftVerifyLoop:
-        check = coupled_verify if self.verify == "coupled" else rejection_verify
-
-        def rule(draft: Draft, logits: torch.Tensor, draws: Draws) -> Verification | TreeVerification:
-            return check(draft, logits, request.sampling, draws)
-
+        rule = coupled_verify if self.verify == "coupled" else rejection_verify
         return DraftVerifyLoop(target, drafter, request, rule, policy=make_gamma_policy(self.gamma))

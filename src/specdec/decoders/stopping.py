@@ -8,7 +8,9 @@ from typing import Protocol
 
 import torch
 
-from specdec.sampling import KeyedDraws
+from specdec.sampling import KeyedDraws, RowSampling, Sampling, SamplingConfig
+
+GREEDY = SamplingConfig()
 
 # (row index in the caller's prompt list, new token ids, True for each token that was an accepted draft token)
 StreamCallback = Callable[[int, list[int], list[bool]], None]
@@ -56,6 +58,7 @@ class Rows:
         stop: StopCriteria,
         keys: Sequence[int],
         callback: StreamCallback | None = None,
+        sampling: Sampling = GREEDY,
     ):
         self.tokens: list[list[int]] = []
         self.from_draft: list[list[bool]] = []
@@ -63,12 +66,16 @@ class Rows:
         self.active: list[int] = []
         self.stops: list[StopCriteria] = []
         self.keys: list[int] = []
+        self.configs: list[SamplingConfig] = []
         self.pending = torch.zeros(0, dtype=torch.long)
         self.callback = callback
-        self.admit(prompts, keys, stop)
+        self.admit(prompts, keys, stop, sampling)
 
-    def admit(self, prompts: Sequence[Sequence[int]], keys: Sequence[int], stop: StopCriteria) -> list[int]:
-        """Add rows (requests joining between steps) after the active ones; returns their row ids."""
+    def admit(
+        self, prompts: Sequence[Sequence[int]], keys: Sequence[int], stop: StopCriteria, sampling: Sampling
+    ) -> list[int]:
+        """Add rows (requests joining between steps, with their noise keys, stop criteria and sampling:
+        one config for all, or a :class:`RowSampling` of one each) after the active ones; their row ids."""
         first = len(self.tokens)
         new = list(range(first, first + len(prompts)))
         self.tokens += [[] for _ in new]
@@ -76,6 +83,7 @@ class Rows:
         self.finish_reasons += [None] * len(new)
         self.stops += [stop] * len(new)
         self.keys += list(keys)
+        self.configs += list(sampling.configs) if isinstance(sampling, RowSampling) else [sampling] * len(new)
         self.active += new
         self.pending = torch.cat([self.pending, torch.tensor([p[-1] for p in prompts], dtype=torch.long)])
         return new
@@ -83,6 +91,13 @@ class Rows:
     def remaining(self) -> list[int]:
         """New tokens each active row may still produce."""
         return [self.stops[row].max_new_tokens - len(self.tokens[row]) for row in self.active]
+
+    def sampling(self) -> Sampling:
+        """The active rows' sampling: one config when they share it, else one per row."""
+        configs = [self.configs[row] for row in self.active]
+        if all(c == configs[0] for c in configs[1:]) and configs:
+            return configs[0]
+        return RowSampling(tuple(configs))
 
     def draws(self) -> KeyedDraws:
         """This step's randomness: offset 0 is each active row's next output position."""

@@ -21,11 +21,11 @@ from specdec.decoders.loop import DecodingMethod, DraftVerifyLoop
 from specdec.decoders.speculative import target_choices
 from specdec.drafters import Draft, Drafter
 from specdec.engine import Engine
-from specdec.sampling import Draws, SamplingConfig, Verification
+from specdec.sampling import Draws, Sampling, Verification
 
 
 def keep_block(
-    draft: Draft, logits: torch.Tensor, sampling: SamplingConfig, draws: Draws, free_token: bool
+    draft: Draft, logits: torch.Tensor, sampling: Sampling, draws: Draws, free_token: bool
 ) -> Verification:
     """Keep every drafted token. The token after them is the primary's own choice (``free_token``), or
     the last drafted token itself, so that the block is all the secondary's. A row with nothing drafted
@@ -58,7 +58,7 @@ class TandemGeneration(DecodingMethod):
         check_gamma(self.gamma)
 
     def loop(self, target: Engine, drafter: Drafter | None, request: Request) -> DraftVerifyLoop:
-        def rule(draft: Draft, logits: torch.Tensor, draws: Draws) -> Verification:
-            return keep_block(draft, logits, request.sampling, draws, self.free_token)
+        def rule(draft: Draft, logits: torch.Tensor, sampling: Sampling, draws: Draws) -> Verification:
+            return keep_block(draft, logits, sampling, draws, self.free_token)
 
         return DraftVerifyLoop(target, drafter, request, rule, policy=FixedGamma(self.gamma))

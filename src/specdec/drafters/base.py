@@ -17,7 +17,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.engine import Engine, ExtendOutput
 from specdec.errors import InvalidArgumentError
-from specdec.sampling import Draws, SamplingConfig
+from specdec.sampling import Draws, Sampling
 
 
 @dataclass
@@ -122,7 +122,7 @@ class Drafter(ABC):
     def propose(
         self,
         gamma: int,
-        sampling: SamplingConfig,
+        sampling: Sampling,
         draws: Draws,
         *,
         min_confidence: float = 0.0,

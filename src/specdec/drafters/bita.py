@@ -25,7 +25,7 @@ from specdec.drafters.base import BlockExtra, Draft, Drafter, Feedback
 from specdec.engine import Engine, ExtendOutput
 from specdec.errors import InvalidArgumentError
 from specdec.models.bita import BiTAAdapter
-from specdec.sampling import Draws, SamplingConfig, tree_attention
+from specdec.sampling import Draws, Sampling, tree_attention
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ class BiTADrafter(Drafter):
     def propose(
         self,
         gamma: int,
-        sampling: SamplingConfig,
+        sampling: Sampling,
         draws: Draws,
         *,
         min_confidence: float = 0.0,

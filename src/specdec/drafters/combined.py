@@ -21,7 +21,7 @@ from specdec.drafters.model import ModelDrafter
 from specdec.drafters.prompt_lookup import lookup_draft
 from specdec.engine import ExtendOutput
 from specdec.errors import InvalidArgumentError
-from specdec.sampling import Draws, SamplingConfig
+from specdec.sampling import Draws, Sampling
 
 
 class LookupThenModelDrafter(Drafter):
@@ -56,7 +56,7 @@ class LookupThenModelDrafter(Drafter):
     def propose(
         self,
         gamma: int,
-        sampling: SamplingConfig,
+        sampling: Sampling,
         draws: Draws,
         *,
         min_confidence: float = 0.0,

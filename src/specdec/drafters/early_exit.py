@@ -20,7 +20,7 @@ from specdec.drafters.small_model import draft_autoregressively
 from specdec.engine import Engine, ExtendOutput
 from specdec.errors import InvalidArgumentError
 from specdec.models.surgery import check_truncation, truncated_copy
-from specdec.sampling import Draws, SamplingConfig
+from specdec.sampling import Draws, Sampling
 
 
 class EarlyExitDrafter(Drafter):
@@ -53,7 +53,7 @@ class EarlyExitDrafter(Drafter):
     def propose(
         self,
         gamma: int,
-        sampling: SamplingConfig,
+        sampling: Sampling,
         draws: Draws,
         *,
         min_confidence: float = 0.0,

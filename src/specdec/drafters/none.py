@@ -12,7 +12,7 @@ import torch
 
 from specdec.drafters.base import Draft, Drafter, Feedback
 from specdec.engine import ExtendOutput
-from specdec.sampling import Draws, SamplingConfig
+from specdec.sampling import Draws, Sampling
 
 
 class NoDrafter(Drafter):
@@ -24,9 +24,7 @@ class NoDrafter(Drafter):
     def admit(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
         self.rows += len(prompts)
 
-    def propose(
-        self, gamma: int, sampling: SamplingConfig, draws: Draws, *, min_confidence: float = 0.0
-    ) -> Draft:
+    def propose(self, gamma: int, sampling: Sampling, draws: Draws, *, min_confidence: float = 0.0) -> Draft:
         return Draft.empty(self.rows)
 
     def update(self, feedback: Feedback) -> None:

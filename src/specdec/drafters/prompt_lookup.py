@@ -14,7 +14,7 @@ import torch
 from specdec.drafters.base import Draft, Drafter, Feedback
 from specdec.engine import ExtendOutput
 from specdec.errors import InvalidArgumentError
-from specdec.sampling import Draws, SamplingConfig
+from specdec.sampling import Draws, Sampling
 
 
 def lookup_continuation(history: Sequence[int], max_ngram: int, min_ngram: int, length: int) -> list[int]:
@@ -53,7 +53,7 @@ class PromptLookupDrafter(Drafter):
     def propose(
         self,
         gamma: int,
-        sampling: SamplingConfig,
+        sampling: Sampling,
         draws: Draws,
         *,
         min_confidence: float = 0.0,

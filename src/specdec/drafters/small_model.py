@@ -23,7 +23,7 @@ from specdec.models.draft_vocab import trim_output_head
 from specdec.models.surgery import reduced_precision_copy
 from specdec.sampling import (
     Draws,
-    SamplingConfig,
+    Sampling,
     greedy_tokens,
     logits_to_probs,
     max_probability,
@@ -45,7 +45,7 @@ def draft_autoregressively(
     first_logits: torch.Tensor,
     step: Callable[[torch.Tensor], torch.Tensor],
     gamma: int,
-    sampling: SamplingConfig,
+    sampling: Sampling,
     draws: Draws,
     min_confidence: float = 0.0,
     stop: Callable[[torch.Tensor], torch.Tensor] | None = None,
@@ -145,7 +145,7 @@ class SmallModelDrafter(Drafter):
     def propose(
         self,
         gamma: int,
-        sampling: SamplingConfig,
+        sampling: Sampling,
         draws: Draws,
         *,
         min_confidence: float = 0.0,

@@ -2,6 +2,8 @@
 
 from specdec.sampling.noise import Draws, GeneratorDraws, KeyedDraws, Stream, row_keys
 from specdec.sampling.processors import (
+    RowSampling,
+    Sampling,
     SamplingConfig,
     greedy_tokens,
     gumbel_argmax,
@@ -22,6 +24,8 @@ __all__ = [
     "Draws",
     "GeneratorDraws",
     "KeyedDraws",
+    "RowSampling",
+    "Sampling",
     "SamplingConfig",
     "Stream",
     "TreeVerification",

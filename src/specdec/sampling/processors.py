@@ -53,6 +53,33 @@ class SamplingConfig:
         return self.temperature == 0
 
 
+@dataclass(frozen=True)
+class RowSampling:
+    """Each row's own :class:`SamplingConfig`: requests with different settings in one batch (greedy
+    rows beside sampled ones). Everything that takes a config takes one of these for a batch."""
+
+    configs: tuple[SamplingConfig, ...]
+
+    @property
+    def greedy(self) -> bool:
+        """Whether every row is greedy (then no distribution needs building)."""
+        return all(c.greedy for c in self.configs)
+
+    def select(self, rows: torch.Tensor) -> RowSampling:
+        """The configs of batch positions ``rows``."""
+        return RowSampling(tuple(self.configs[r] for r in rows.tolist()))
+
+    def groups(self) -> list[tuple[SamplingConfig, torch.Tensor]]:
+        """Each distinct config with the rows that use it."""
+        rows: dict[SamplingConfig, list[int]] = {}
+        for row, config in enumerate(self.configs):
+            rows.setdefault(config, []).append(row)
+        return [(config, torch.tensor(index)) for config, index in rows.items()]
+
+
+Sampling = SamplingConfig | RowSampling
+
+
 def _as_float(value) -> float | None:
     """A real number as a float; None for anything else (bools, strings, numbers too large for a float)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -84,7 +111,22 @@ def max_probability(logits: torch.Tensor) -> torch.Tensor:
     return torch.exp(logits.max(dim=-1).values - torch.logsumexp(logits, dim=-1))
 
 
-def logits_to_probs(logits: torch.Tensor, config: SamplingConfig) -> torch.Tensor:
+def logits_to_probs(logits: torch.Tensor, config: Sampling) -> torch.Tensor:
+    """Float64 distributions of ``logits`` ``[B, ..., V]`` under ``config``, one per row for a
+    :class:`RowSampling` (see :func:`distribution`)."""
+    if isinstance(config, SamplingConfig):
+        return distribution(logits, config)
+    groups = config.groups()
+    if len(groups) == 1:
+        return distribution(logits, groups[0][0])
+    out = torch.empty(logits.shape, dtype=torch.float64, device=logits.device)
+    for group, rows in groups:
+        index = rows.to(logits.device)
+        out[index] = distribution(logits[index], group)
+    return out
+
+
+def distribution(logits: torch.Tensor, config: SamplingConfig) -> torch.Tensor:
     """Float64 distribution after temperature, then top-k, then top-p.
 
     Greedy returns the one-hot of the argmax, so a decoder can run the same rejection maths for greedy

@@ -127,3 +127,19 @@ def test_adaptive_stops_drafting_where_it_does_not_pay_and_probes_again():
     for _ in range(30):  # the probes now find a drafter that is right every time
         policy.update(step(1, [1], verify=0.06))
     assert policy.next_gamma() > 1
+
+
+def test_adaptive_speculates_where_the_batch_makes_a_block_cheap_and_not_where_it_does_not():
+    """One row: a block of k tokens costs about one step (speculation pays); 64 rows: each token of the
+    block costs nearly a step of its own (it does not). The policy keeps both and asks by batch size; a
+    policy with one cost model for every batch size (as before) gives both the same γ."""
+    policy = AdaptiveGamma(initial=2, max_gamma=8, probe_every=4)
+    for _ in range(60):
+        for rows, (fixed, per_token) in ((1, (1.0, 0.001)), (64, (0.1, 0.9))):
+            gamma = policy.next_gamma(rows) or 1
+            accepted = [1 if gamma > 1 else rows % 2] * rows  # α about one half
+            policy.update(
+                StepResult(gamma, accepted, [gamma] * rows, fixed + per_token * (gamma + 1), 0.0, rows)
+            )
+    assert all(policy.next_gamma(1) >= 1 for _ in range(8))
+    assert sum(policy.next_gamma(64) > 0 for _ in range(8)) == 2  # plain steps but the probes (1 in 4)

@@ -24,7 +24,7 @@ class RandomGamma(GammaPolicy):
     def __init__(self, seed: int):
         self.rng = random.Random(seed)
 
-    def next_gamma(self) -> int:
+    def next_gamma(self, batch_size: int = 1) -> int:
         return self.rng.randint(0, self.max_gamma)
 
 

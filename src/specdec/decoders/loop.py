@@ -57,7 +57,7 @@ def draft_length(policy: GammaPolicy | None, usable: torch.Tensor, target: Engin
     nearest its end (a drafter may run on the target's engine: an early exit) (0: a plain step)."""
     if policy is None:  # plain decoding
         return 0
-    wanted = drafter.block_positions or policy.next_gamma()
+    wanted = drafter.block_positions or policy.next_gamma(len(usable))
     gamma = min(wanted, int(usable.max()))
     room = target.room()
     if room is not None:
@@ -243,7 +243,10 @@ class DraftVerifyLoop:
             draft_time, verify_time = stats.draft_time - spent[0], stats.target_time - spent[1]
             chain = draft.parents is None  # a tree is scored by its depth, the γ it was drafted at
             depth, depths = (draft.gamma, lengths) if chain else (gamma, torch.full_like(lengths, gamma))
-            self.policy.update(StepResult(depth, accepted.tolist(), depths.tolist(), verify_time, draft_time))
+            step = StepResult(
+                depth, accepted.tolist(), depths.tolist(), verify_time, draft_time, len(lengths)
+            )
+            self.policy.update(step)
         settled = zip(accepted_nodes(draft, result), result.next_token.tolist(), strict=True)
         new = [
             [*draft.tokens[row, nodes].tolist(), t] if nodes else [t]

@@ -89,6 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
             "bench-engine", help="plain decoding speed of random-weight models vs HF and the bandwidth bound"
         )
     )
+    from specdec.benchmarks.serving import add_arguments as add_serving_arguments
+
+    add_serving_arguments(
+        sub.add_parser(
+            "bench-serving",
+            help="continuous batching: requests arriving over time, plain vs speculative, by concurrency",
+        )
+    )
     train = sub.add_parser("train", help="train models the methods need").add_subparsers(
         dest="what", required=True
     )
@@ -161,6 +169,10 @@ def main(argv: list[str] | None = None) -> int:
             from specdec.benchmarks.engine_speed import run_from_args as run_engine_speed
 
             run_engine_speed(args)
+        elif args.command == "bench-serving":
+            from specdec.benchmarks.serving import run_from_args as run_serving
+
+            run_serving(args)
         elif args.command == "sweep":
             from specdec.benchmarks.bild_sweep import run_from_args as run_sweep
 

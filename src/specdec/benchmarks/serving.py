@@ -1,0 +1,195 @@
+"""Continuous batching: requests arriving over time, plain vs speculative, at several concurrencies.
+
+A closed loop of ``c`` clients: the first ``c`` requests start together and each finished request is
+replaced, before the next step, by the next one waiting (the way vLLM's benchmark holds a maximum
+concurrency). Every configuration serves the same requests (Spec-Bench first turns, chat template,
+greedy) on the step-wise loop (:class:`~specdec.decoders.loop.DraftVerifyLoop`), so the rows compare
+aggregate tokens/s, per-request latency and time to first token at equal load, with α, tokens per
+target call and the adaptive γ's choices beside them. Every request's text is checked against the
+plain run's at the same concurrency (greedy: identical, or the row is marked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from specdec.benchmarks.data import load_spec_bench, spec_bench_path
+from specdec.benchmarks.report import drafter_digest, machine_info
+from specdec.decoders import PlainDecoding, Request, SpeculativeSampling, StopCriteria
+from specdec.decoders.loop import DecodingMethod
+from specdec.drafters import Drafter, make_drafter
+from specdec.engine import Engine
+from specdec.errors import InvalidArgumentError
+from specdec.models import load_model
+from specdec.pipeline import eos_token_ids
+from specdec.sampling import SamplingConfig, row_keys
+
+
+@dataclass
+class Timeline:
+    """When one request was admitted, got its first token and finished."""
+
+    admitted: float
+    first: float | None = None
+    done: float | None = None
+    tokens: list[int] = field(default_factory=list)
+
+
+def serve(
+    method: DecodingMethod,
+    engine: Engine,
+    drafter: Drafter | None,
+    prompts: list[list[int]],
+    concurrency: int,
+    stop: StopCriteria,
+) -> tuple[list[Timeline], dict]:
+    """Serve ``prompts`` with ``concurrency`` clients; their timelines (in prompt order) and the stats."""
+    keys = row_keys(list(range(len(prompts))), 1)
+    first = prompts[:concurrency]
+    start = time.perf_counter()
+    loop = method.loop(engine, drafter, Request(first, SamplingConfig(), stop, keys[: len(first)]))
+    lines = {row: Timeline(start) for row in range(len(first))}
+    waiting = list(range(len(first), len(prompts)))
+    while loop.active or waiting:
+        free = concurrency - len(loop.active)
+        if free and waiting:
+            batch, waiting = waiting[:free], waiting[free:]
+            now = time.perf_counter()
+            rows = loop.admit([prompts[i] for i in batch], [keys[i] for i in batch], stop)
+            lines.update({row: Timeline(now) for row in rows})
+        for out in loop.step():
+            line, now = lines[out.row], time.perf_counter()
+            line.tokens += out.tokens
+            if out.tokens and line.first is None:
+                line.first = now
+            if out.finish_reason is not None:
+                line.done = now
+    result = loop.result()
+    return [lines[row] for row in sorted(lines)], stats_row(result.stats, time.perf_counter() - start)
+
+
+def stats_row(stats, wall: float) -> dict:
+    return {
+        "wall_s": wall,
+        "new_tokens": stats.new_tokens,
+        "alpha": stats.acceptance_rate,
+        "tokens_per_target_call": stats.tokens_per_target_call,
+        "target_calls": stats.target_calls,
+        "proposed_tokens": stats.proposed_tokens,
+    }
+
+
+def summary(lines: list[Timeline], row: dict, plain: list[Timeline] | None) -> dict:
+    latency = [line.done - line.admitted for line in lines]
+    ttft = [line.first - line.admitted for line in lines if line.first is not None]
+    identical = (
+        None if plain is None else sum(a.tokens == b.tokens for a, b in zip(lines, plain, strict=True))
+    )
+    return {
+        **row,
+        "requests": len(lines),
+        "tokens_per_s": row["new_tokens"] / row["wall_s"],
+        "latency_p50_s": statistics.median(latency),
+        "latency_p90_s": quantile(latency, 0.9),
+        "ttft_p50_s": statistics.median(ttft),
+        "ttft_p90_s": quantile(ttft, 0.9),
+        "identical_to_plain": identical,
+    }
+
+
+def quantile(values: list[float], q: float) -> float:
+    return float(torch.quantile(torch.tensor(values, dtype=torch.float64), q))
+
+
+def run_from_args(args: argparse.Namespace) -> dict:
+    if Path(args.out).exists() or Path(args.markdown).exists():
+        raise InvalidArgumentError(
+            f"{args.out} or {args.markdown} exists: a run never overwrites another's results"
+        )
+    gamma = int(args.gamma) if args.gamma.isdigit() else args.gamma
+    loaded = load_model(args.model, cache_dir=args.cache_dir)
+    stop = StopCriteria(args.max_new_tokens, eos_token_ids(loaded.model, loaded.tokenizer))
+    engine = Engine(loaded.model)
+    questions = load_spec_bench(args.spec_bench or spec_bench_path(), per_task=args.per_task)
+
+    def encode(text: str) -> list[int]:
+        ids = loaded.tokenizer.apply_chat_template(
+            [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True
+        )
+        return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+
+    encoded = [encode(q["prompt"]) for q in questions]
+    configs = [("plain", None)] + [("sps", spec) for spec in args.drafters.split(",") if spec]
+    drafters = {spec: make_drafter(spec, loaded.model, loaded.tokenizer) for _, spec in configs if spec}
+    for drafter in drafters.values():
+        drafter.attach(engine)
+    report = {"machine": machine_info(), "model": loaded.source, "runs": []}
+    report["drafters"] = {spec: drafter_digest(spec) for spec in drafters}
+    serve(PlainDecoding(), engine, None, encoded[:2], 2, stop)  # warm-up
+    for concurrency in args.concurrency:
+        count = max(args.min_requests, args.requests_per_client * concurrency)
+        prompts = [encoded[i % len(encoded)] for i in range(count)]
+        plain_lines = None
+        for name, spec in configs:
+            method = PlainDecoding() if spec is None else SpeculativeSampling(gamma)
+            lines, row = serve(method, engine, drafters.get(spec), prompts, concurrency, stop)
+            plain_lines = lines if spec is None else plain_lines
+            result = summary(lines, row, None if spec is None else plain_lines)
+            report["runs"].append({"method": name, "drafter": spec, "concurrency": concurrency, **result})
+            print(json.dumps(report["runs"][-1]), flush=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=1))
+    Path(args.markdown).write_text(markdown(report))
+    return report
+
+
+def markdown(report: dict) -> str:
+    m = report["machine"]
+    lines = [
+        "# Continuous batching: requests arriving over time, plain vs speculative",
+        "",
+        f"Produced by `{m['command']}` on {m['date']} ({m['cpu']}, {m['cores']} cores, torch {m['torch']}, "
+        f"allocator {m['allocator']}). Model {report['model']}; drafter weights (sha256, first 16 hex): "
+        + ", ".join(f"`{k}` {v or '(no weights)'}" for k, v in report["drafters"].items())
+        + ". A closed loop of c clients (each finished request replaced by the next before the next step), "
+        "Spec-Bench first turns with the chat template, greedy; latency is admission to last token. "
+        "Speedups are against plain decoding at the same concurrency, in the same run.",
+        "",
+        "| c | method | drafter | requests | tok/s | × plain | latency p50 / p90 (s) | TTFT p50 / p90 (s) "
+        "| α | tokens / call | identical |",
+        "|---:|---|---|---:|---:|---:|---|---|---:|---:|---|",
+    ]
+    plain = {r["concurrency"]: r for r in report["runs"] if r["drafter"] is None}
+    for r in report["runs"]:
+        base = plain[r["concurrency"]]["tokens_per_s"]
+        same = "–" if r["identical_to_plain"] is None else f"{r['identical_to_plain']}/{r['requests']}"
+        lines.append(
+            f"| {r['concurrency']} | {r['method']} | {r['drafter'] or '–'} | {r['requests']} | "
+            f"{r['tokens_per_s']:.1f} | {r['tokens_per_s'] / base:.2f}× | "
+            f"{r['latency_p50_s']:.2f} / {r['latency_p90_s']:.2f} | "
+            f"{r['ttft_p50_s']:.2f} / {r['ttft_p90_s']:.2f} | "
+            f"{r['alpha']:.2f} | {r['tokens_per_target_call']:.2f} | {same} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--drafters", default="prompt-lookup,int8:vocab-2048:smollm2-135m-draft")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
+    parser.add_argument("--requests-per-client", type=int, default=2, help="requests = this × c")
+    parser.add_argument("--min-requests", type=int, default=8)
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--gamma", default="adaptive", help="the SpS γ policy (adaptive: load-aware)")
+    parser.add_argument("--per-task", type=int, default=12, help="Spec-Bench prompts per task")
+    parser.add_argument("--spec-bench", type=Path, default=None)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--markdown", required=True)
+    parser.add_argument("--cache-dir", default=None)

@@ -31,7 +31,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from specdec.benchmarks.report import machine_info
 from specdec.decoders.stats import sync_device
 from specdec.engine import Engine
-from specdec.engine.engine import STATIC_WIDTHS
+from specdec.engine.static_steps import STATIC_WIDTHS
 from specdec.errors import InvalidArgumentError
 from specdec.models.loading import resolve_device, resolve_dtype
 from specdec.pipeline import Pipeline

@@ -23,7 +23,7 @@ import torch
 from specdec.benchmarks.data import load_spec_bench, spec_bench_path
 from specdec.benchmarks.report import drafter_digest, machine_info
 from specdec.decoders import PlainDecoding, Request, SpeculativeSampling, StopCriteria
-from specdec.decoders.loop import DecodingMethod
+from specdec.decoders.method import DecodingMethod
 from specdec.drafters import Drafter, make_drafter
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError

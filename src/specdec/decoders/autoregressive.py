@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from specdec.decoders.common import Request
-from specdec.decoders.loop import DecodingMethod, DraftVerifyLoop
+from specdec.decoders.loop import DraftVerifyLoop
+from specdec.decoders.method import DecodingMethod
 from specdec.decoders.speculative import coupled_verify
 from specdec.drafters import Drafter, NoDrafter
 from specdec.engine import Engine

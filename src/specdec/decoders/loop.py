@@ -11,10 +11,8 @@ end of the context window, down to 0 (a plain target step), so every position of
 from __future__ import annotations
 
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 
@@ -203,66 +201,85 @@ class DraftVerifyLoop:
 
     def abort(self, rows: Sequence[int]) -> None:
         """Stop these requests now; their slots are freed."""
-        positions = [pos for pos, row in enumerate(self.rows.active) if row in set(rows)]
+        doomed = set(rows)
+        positions = [pos for pos, row in enumerate(self.rows.active) if row in doomed]
         self.rows.finish(positions, "abort")
         self.rows.drop(positions, self.target, self.drafter)
 
     def step(self) -> list[StepOutput]:
         """One target call for every running request (rows at the end of the context window finish
         instead)."""
-        rows, target, drafter, stats = self.rows, self.target, self.drafter, self.stats
-        full = context_full(target)
+        rows = self.rows
+        full = context_full(self.target)
         if full:
             out = [StepOutput(rows.active[pos], [], [], "context") for pos in full]
             rows.finish(full, "context")
-            rows.drop(full, target, drafter)
+            rows.drop(full, self.target, self.drafter)
             return out
         draws, sampling = rows.draws(), rows.sampling()
+        spent = self.stats.draft_time, self.stats.target_time
+        gamma, draft = self._propose(sampling, draws)
+        result = self._verify(draft, sampling, draws)
+        self._learn(gamma, draft, result, spent)
+        return self._emit(draft, result)
+
+    def _propose(self, sampling: Sampling, draws: Draws) -> tuple[int, Draft]:
+        """γ for this step and the drafter's guesses, each row's cut to what it can use."""
+        rows, target = self.rows, self.target
         usable = None if self.policy is None else usable_lengths(rows, target)  # None: plain decoding
-        gamma = 0 if usable is None else draft_length(self.policy, usable, target, drafter)
-        spent = stats.draft_time, stats.target_time
-        with stats.timed("draft_time", target.device):
-            draft = drafter.propose(gamma, sampling, draws, min_confidence=self.min_confidence)
+        gamma = 0 if usable is None else draft_length(self.policy, usable, target, self.drafter)
+        with self.stats.timed("draft_time", target.device):
+            draft = self.drafter.propose(gamma, sampling, draws, min_confidence=self.min_confidence)
         if draft.gamma and draft.parents is None and draft.extra is None:
             draft = cap(draft, usable)  # short, stopped or over-budget drafts: don't verify padding
-        lengths = draft.row_lengths()
-        block, options = verify_block(rows.pending, draft)
-        with stats.timed("target_time", target.device):
+        return gamma, draft
+
+    def _verify(self, draft: Draft, sampling: Sampling, draws: Draws) -> Verification | TreeVerification:
+        """The target's pass over [pending token, draft], the rule's verdict, both caches brought in
+        line with it."""
+        target, drafter = self.target, self.drafter
+        block, options = verify_block(self.rows.pending, draft)
+        with self.stats.timed("target_time", target.device):
             out = target.extend(block, hidden_layers=drafter.target_hidden_layers, **options)
         if draft.gamma or draft.extra is not None:
             result = self.rule(draft, out.logits[:, : draft.gamma + 1], sampling, draws)
         else:  # a plain step, whatever the rule: the target's own choice
             chosen = target_choice(out.logits[:, 0], sampling, draws, 0)
             result = Verification(torch.zeros_like(chosen), chosen)
-        accepted = result.num_accepted
         keep_settled(target, draft, result, block.shape[1])
         path = result.path if isinstance(result, TreeVerification) else None
-        drafter.update(Feedback(accepted, result.next_token, out, path))
-        stats.count_step(gamma, lengths, accepted)
-        if gamma and not drafter.block_positions:  # a forced plain step says nothing about drafting
-            draft_time, verify_time = stats.draft_time - spent[0], stats.target_time - spent[1]
-            chain = draft.parents is None  # a tree is scored by its depth, the γ it was drafted at
-            depth, depths = (draft.gamma, lengths) if chain else (gamma, torch.full_like(lengths, gamma))
-            step = StepResult(
-                depth, accepted.tolist(), depths.tolist(), verify_time, draft_time, len(lengths)
-            )
-            self.policy.update(step)
+        drafter.update(Feedback(result.num_accepted, result.next_token, out, path))
+        return result
+
+    def _learn(self, gamma: int, draft: Draft, result, spent: tuple[float, float]) -> None:
+        """Count the step, and tell the γ policy what drafting cost and brought."""
+        lengths, accepted = draft.row_lengths(), result.num_accepted
+        self.stats.count_step(gamma, lengths, accepted)
+        if not gamma or self.drafter.block_positions:  # a forced plain step says nothing about drafting
+            return
+        draft_time, verify_time = self.stats.draft_time - spent[0], self.stats.target_time - spent[1]
+        chain = draft.parents is None  # a tree is scored by its depth, the γ it was drafted at
+        depth, depths = (draft.gamma, lengths) if chain else (gamma, torch.full_like(lengths, gamma))
+        kept, drafted = accepted.tolist(), depths.tolist()
+        self.policy.update(StepResult(depth, kept, drafted, verify_time, draft_time, len(kept)))
+
+    def _emit(self, draft: Draft, result: Verification | TreeVerification) -> list[StepOutput]:
+        """Each row's settled tokens to its request (cut at its stop); finished rows leave."""
+        rows, accepted = self.rows, result.num_accepted.tolist()
         settled = zip(accepted_nodes(draft, result), result.next_token.tolist(), strict=True)
         new = [
             [*draft.tokens[row, nodes].tolist(), t] if nodes else [t]
             for row, (nodes, t) in enumerate(settled)
         ]
-        kinds = [provenance(n, a) for n, a in zip(lengths.tolist(), accepted.tolist(), strict=True)]
+        kinds = [provenance(n, a) for n, a in zip(draft.row_lengths().tolist(), accepted, strict=True)]
         running, starts = list(rows.active), [len(rows.tokens[row]) for row in rows.active]
-        done = rows.emit(new, accepted.tolist())
-        outputs = [
-            StepOutput(
-                row, rows.tokens[row][start:], kind[: len(rows.tokens[row]) - start], rows.finish_reasons[row]
-            )
-            for row, start, kind in zip(running, starts, kinds, strict=True)
-        ]
+        done = rows.emit(new, accepted)
+        outputs = []
+        for row, start, kind in zip(running, starts, kinds, strict=True):
+            tokens = rows.tokens[row][start:]
+            outputs.append(StepOutput(row, tokens, kind[: len(tokens)], rows.finish_reasons[row]))
         if done:
-            rows.drop(done, target, drafter)
+            rows.drop(done, self.target, self.drafter)
         return outputs
 
     def result(self) -> DecodeResult:
@@ -270,30 +287,3 @@ class DraftVerifyLoop:
         self.stats.draft_calls = self.drafter.draft_calls
         self.stats.total_time = time.perf_counter() - self._start
         return finish(self.rows, self.stats)
-
-
-class DecodingMethod(ABC):
-    """A decoding method as a small object: which algorithm, with which settings.
-
-    ``Pipeline.generate(method=...)`` takes one; every method, plain decoding included, is a thin
-    wrapper around :class:`specdec.decoders.loop.DraftVerifyLoop` with its own verify rule.
-    """
-
-    name: ClassVar[str]
-    #: whether the method drafts (and so needs the pipeline's drafter)
-    needs_drafter: ClassVar[bool] = True
-    #: whether its greedy output equals plain greedy decoding and its sampled output follows the
-    #: target's distribution exactly (the conformance tests hold every lossless method to this)
-    lossless: ClassVar[bool] = True
-
-    @abstractmethod
-    def loop(self, target: Engine, drafter: Drafter | None, request: Request) -> DraftVerifyLoop:
-        """The step-wise loop for ``request`` on the target's engine (with ``drafter`` when
-        :attr:`needs_drafter`): requests join and leave it between steps."""
-
-    def decode(self, target: Engine, drafter: Drafter | None, request: Request) -> DecodeResult:
-        """Decode ``request`` to the end: its loop stepped until every row has finished."""
-        loop = self.loop(target, drafter, request)
-        while loop.active:
-            loop.step()
-        return loop.result()

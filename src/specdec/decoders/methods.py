@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from specdec.decoders.autoregressive import PlainDecoding
 from specdec.decoders.bild import BiLD
-from specdec.decoders.loop import DecodingMethod
+from specdec.decoders.method import DecodingMethod
 from specdec.decoders.speculative import SpeculativeSampling
 from specdec.decoders.tandem import TandemGeneration
 from specdec.errors import InvalidArgumentError

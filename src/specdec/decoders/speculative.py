@@ -24,7 +24,8 @@ import torch.nn.functional as F
 
 from specdec.decoders.common import Request, target_choice
 from specdec.decoders.gamma import GammaPolicy, make_gamma_policy
-from specdec.decoders.loop import DecodingMethod, DraftVerifyLoop
+from specdec.decoders.loop import DraftVerifyLoop
+from specdec.decoders.method import DecodingMethod
 from specdec.drafters import Draft, Drafter
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError

@@ -17,7 +17,8 @@ import torch
 
 from specdec.decoders.common import Request
 from specdec.decoders.gamma import FixedGamma, check_gamma
-from specdec.decoders.loop import DecodingMethod, DraftVerifyLoop
+from specdec.decoders.loop import DraftVerifyLoop
+from specdec.decoders.method import DecodingMethod
 from specdec.decoders.speculative import target_choices
 from specdec.drafters import Draft, Drafter
 from specdec.engine import Engine

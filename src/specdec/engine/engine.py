@@ -26,10 +26,9 @@ from specdec.engine.lean import lean_forward, lean_forward_matches
 from specdec.engine.memory import check_fits, kv_bytes_per_slot
 from specdec.engine.modeling import attention_masks, check_rollback_support, context_size, given_layer_inputs
 from specdec.engine.slots import SlotTable
+from specdec.engine.static_steps import GRAPH_CAPACITY_STEP, STATIC_WIDTHS, StaticSteps
 from specdec.errors import CacheMemoryError, InvalidArgumentError, PromptError
 
-STATIC_WIDTHS = 16  # widest block a compiled engine runs as a static-shape step (verify blocks, trees)
-_GRAPH_CAPACITY_STEP = 64  # graphed engines round cache capacities up to this: fewer shapes to capture
 # Where the slot bookkeeping (valid slots, positions) and the masks built from it live, whatever the
 # model's device: they are tiny, and on a GPU each of their ops would be a kernel launch and each read
 # of them (a length, a position check) a synchronisation. Inputs go to the model's device once, at the end.
@@ -42,7 +41,7 @@ class ExtendOutput:
     hidden_states: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> [B, T, d]
 
 
-class Engine:
+class Engine(StaticSteps):
     """Prefill, extend, roll back and (for trees) keep a path, over one batch of rows.
 
     Every method that touches the cache or the slot bookkeeping runs under inference mode, so the
@@ -106,102 +105,6 @@ class Engine:
         if compile:
             self.capture_graphs(compile=True) if self.device.type == "cuda" else self.compile_steps()
 
-    def capture_graphs(
-        self, width: int = STATIC_WIDTHS, *, capture: bool | None = None, compile: bool = False
-    ) -> None:
-        """Run every plain block of up to ``width`` tokens as one static step of exactly ``width``
-        tokens, replayed from a CUDA graph (``capture``; default: on CUDA).
-
-        One padded width for decoding (one token) and verifying (γ + 1) is what makes their greedy
-        tokens agree on a GPU: the matrix products then have the same shape, so cuBLAS picks the same
-        kernel and reduction order for both, where a one-row and a five-row product may differ in the
-        last bits and flip a near-tie. Padding queries see only themselves and write to the free slots
-        after the block, which the next block overwrites. On a GPU the wider step costs next to
-        nothing (a step reads every weight once either way). ``capture=False`` runs the same padded
-        steps without graphs (any device; what a graph replays, for checking it). ``compile``: the
-        captured step is the model under ``torch.compile`` (inductor's fused kernels: a graph of
-        eager kernels still pays a few µs for each of the hundreds of small ones); it compiles now.
-        """
-        capture = self.device.type == "cuda" if capture is None else capture
-        if capture and self.device.type != "cuda":
-            raise InvalidArgumentError(f"CUDA graphs need a CUDA device; this engine is on {self.device}")
-        if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= STATIC_WIDTHS:
-            raise InvalidArgumentError(f"graph width must be an integer in 1..{STATIC_WIDTHS}, got {width!r}")
-        self.graphs = StepGraphs(self._static_step, width, self.device, capture)
-        if compile:
-            self.compile_steps(warm_up=False)
-            self._warm_up((2, 1))  # an eager prefill, then the padded step: compiled and captured
-
-    def _static_step(self, tokens, positions, masks, slots: torch.Tensor) -> torch.Tensor:
-        """Logits of a plain block whose new tokens go to cache ``slots`` (reads span the capacity)."""
-        self.cache.slots = slots
-        try:
-            if self.lean and self.compiled is None:
-                return lean_forward(self.model, tokens, positions, masks, self.cache)
-            return (self.model if self.compiled is None else self.compiled)(
-                input_ids=tokens,
-                position_ids=positions,
-                attention_mask=masks,
-                past_key_values=self.cache,
-                use_cache=True,
-            ).logits
-        finally:
-            self.cache.slots = None
-
-    def compile_steps(self, warm_up: bool = True, one_token: bool = False) -> None:
-        """Run blocks of 2 to ``STATIC_WIDTHS`` tokens through ``torch.compile`` from now on.
-
-        The same modules and weights under inductor, with symbolic width and capacity: one graph for
-        every verify block, kept in inductor's on-disk cache for the next process. ``one_token`` adds
-        a graph for one-token steps (dynamo specialises sizes of 1) — the shape a CUDA-graph decode
-        step needs; on CPU it saved at most 4 % of a target step for as long a compile again, and
-        the lean eager step serves a draft better (``benchmarks/COMPILE_PROBE.md``). ``warm_up``
-        compiles now, on a scratch one-row batch, so no generation pays a compile midway (batches
-        of several rows, and passes returning hidden states, compile on first use).
-        """
-        # Every compiled model's graphs share one dynamo cache (transformers' forward wrapper is one
-        # function for all models of a kind), whose default limit of 8 entries a target and a draft
-        # with two graphs each, in two batch shapes, already reach; past it dynamo runs eagerly.
-        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
-        # Float attributes (norm eps, attention scale) as constants: left symbolic, dynamo traced each
-        # graph twice (a restart in its scalar pass), 110 s instead of 80 s for the target's two graphs.
-        torch._dynamo.config.specialize_float = True
-        self.compiled = torch.compile(self.model, dynamic=True)
-        self._smallest_static = 1 if one_token else 2
-        if warm_up:
-            # The first block is eager (it allocates the cache), then each graph once.
-            self._warm_up((2, 1, 2) if one_token else (2, 2))
-
-    def _warm_up(self, widths: Sequence[int]) -> None:
-        """Run blocks of ``widths`` tokens on a scratch one-row batch, so compiles happen now.
-
-        Its capacity differs from every other size the step's inputs have: dynamo's duck sizing gives
-        equal sizes one symbol, so a first capacity equal to, say, the head dimension ties the two
-        and the next capacity recompiles (64 slots on a 64-wide head: 13 s of a GPU run).
-        """
-        if self.cache is not None:
-            return
-        config = self.config
-        heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
-        head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-        taken = {1, heads, head_dim, *widths, self.graphs.width if self.graphs else 1}
-        capacity = 9
-        while self._capacity_for(capacity) in taken:
-            capacity += 1
-        self.reset(1, capacity)
-        try:
-            for width in widths:
-                self.extend(torch.zeros(1, width, dtype=torch.long, device=self.device))
-        except RuntimeError as err:  # dynamo / inductor failures are RuntimeErrors
-            self.compiled = None
-            raise InvalidArgumentError(
-                f"torch.compile could not compile {type(self.model).__name__}'s step "
-                f"({type(err).__name__}); use the eager engine (compile=False)"
-            ) from err
-        finally:
-            self.cache = None
-            self._drop_graphs()
-
     # -- state ---------------------------------------------------------------------------------
     @torch.inference_mode()
     def reset(self, batch_size: int, capacity: int, reserved: int = 0) -> None:
@@ -257,7 +160,7 @@ class Engine:
         """The slots :meth:`reset` allocates for a wish of ``capacity`` (graphed engines round up)."""
         capacity = self.first_capacity(capacity) + reserved
         if self.graphs is not None:
-            capacity = -(-capacity // _GRAPH_CAPACITY_STEP) * _GRAPH_CAPACITY_STEP
+            capacity = -(-capacity // GRAPH_CAPACITY_STEP) * GRAPH_CAPACITY_STEP
         return capacity
 
     def first_capacity(self, capacity: int) -> int:
@@ -493,22 +396,6 @@ class Engine:
         self.slots.write(token_mask, host_positions)
         return ExtendOutput(logits=logits, hidden_states=hidden)
 
-    def _static_layout(self, past, block, positions, first: int, run_width: int) -> tuple:
-        """Inputs fixed in shape for (rows, run width, capacity): the mask ``[B, 1, run width, capacity]``
-        spans the whole cache (free and rolled-back slots masked out), padding queries (beyond the
-        block) see only their own slot, and the new tokens' slots come as a tensor. Returns the mask,
-        the padded positions, every slot's key position and the slots."""
-        batch, width = positions.shape
-        start = self.slots.length
-        mask = torch.zeros(batch, run_width, self.cache.capacity, dtype=torch.bool)
-        mask[:, :width, first:start] = past
-        mask[:, :width, start : start + width] = block
-        mask[:, width:, start + width : start + run_width] = torch.eye(run_width - width, dtype=torch.bool)
-        positions = torch.cat([positions, torch.zeros(batch, run_width - width, dtype=torch.long)], dim=1)
-        key_pos = self.slots.positions.clone()
-        key_pos[:, start : start + run_width] = positions
-        return mask[:, None], positions, key_pos, torch.arange(start, start + run_width)
-
     def _eager_layout(self, past, block, positions, first: int) -> tuple:
         """The mask ``[B, 1, T, K]`` and key positions of an eager block over slots ``first`` up to a
         multiple of ``read_bucket`` slots (the free ones beyond the block masked out), and that end."""
@@ -579,11 +466,6 @@ class Engine:
             ) from err
         self._drop_graphs()
         self.slots.grow(capacity)
-
-    def _drop_graphs(self) -> None:
-        """The cache buffers were reallocated: graphs captured over the old ones must not replay."""
-        if self.graphs is not None:
-            self.graphs.clear()
 
     # -- rollback ------------------------------------------------------------------------------
     @torch.inference_mode()

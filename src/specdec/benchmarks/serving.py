@@ -1,12 +1,14 @@
 """Continuous batching: requests arriving over time, plain vs speculative, at several concurrencies.
 
-A closed loop of ``c`` clients: the first ``c`` requests start together and each finished request is
-replaced, before the next step, by the next one waiting (the way vLLM's benchmark holds a maximum
-concurrency). Every configuration serves the same requests (Spec-Bench first turns, chat template,
-greedy) on the step-wise loop (:class:`~specdec.decoders.loop.DraftVerifyLoop`), so the rows compare
-aggregate tokens/s, per-request latency and time to first token at equal load, with α, tokens per
-target call and the adaptive γ's choices beside them. Every request's text is checked against the
-plain run's at the same concurrency (greedy: identical, or the row is marked).
+A closed loop of ``c`` clients: each finished request is replaced, before the next step, by the next
+one waiting (the way vLLM's benchmark holds a maximum concurrency). Requests join one at a time, so
+each prompt is prefilled alone and the prefill work is the same for every method (prefilled
+together, prompts are padded to the longest, and which ones arrive together depends on how fast
+each method finishes the others). Every configuration serves the same requests (Spec-Bench first
+turns, chat template, greedy) on the step-wise loop (:class:`~specdec.decoders.loop.DraftVerifyLoop`),
+so the rows compare aggregate tokens/s, per-request latency and time to first token at equal load,
+with α and tokens per target call beside them. Every request's text is checked against the plain
+run's at the same concurrency (greedy: identical, or the row says how many are).
 """
 
 from __future__ import annotations
@@ -52,18 +54,14 @@ def serve(
 ) -> tuple[list[Timeline], dict]:
     """Serve ``prompts`` with ``concurrency`` clients; their timelines (in prompt order) and the stats."""
     keys = row_keys(list(range(len(prompts))), 1)
-    first = prompts[:concurrency]
     start = time.perf_counter()
-    loop = method.loop(engine, drafter, Request(first, SamplingConfig(), stop, keys[: len(first)]))
-    lines = {row: Timeline(start) for row in range(len(first))}
-    waiting = list(range(len(first), len(prompts)))
+    loop = method.loop(engine, drafter, Request(prompts[:1], SamplingConfig(), stop, keys[:1]))
+    lines, waiting = {0: Timeline(start)}, list(range(1, len(prompts)))
     while loop.active or waiting:
-        free = concurrency - len(loop.active)
-        if free and waiting:
-            batch, waiting = waiting[:free], waiting[free:]
-            now = time.perf_counter()
-            rows = loop.admit([prompts[i] for i in batch], [keys[i] for i in batch], stop)
-            lines.update({row: Timeline(now) for row in rows})
+        while waiting and len(loop.active) < concurrency:  # one by one: no prompt padded to another
+            i, now = waiting.pop(0), time.perf_counter()
+            (row,) = loop.admit([prompts[i]], [keys[i]], stop)
+            lines[row] = Timeline(now)
         for out in loop.step():
             line, now = lines[out.row], time.perf_counter()
             line.tokens += out.tokens
@@ -78,6 +76,7 @@ def serve(
 def stats_row(stats, wall: float) -> dict:
     return {
         "wall_s": wall,
+        "prefill_s": stats.prefill_time,  # the prompts' prefills (the same work for every method)
         "new_tokens": stats.new_tokens,
         "alpha": stats.acceptance_rate,
         "tokens_per_target_call": stats.tokens_per_target_call,
@@ -144,10 +143,14 @@ def run_from_args(args: argparse.Namespace) -> dict:
             result = summary(lines, row, None if spec is None else plain_lines)
             report["runs"].append({"method": name, "drafter": spec, "concurrency": concurrency, **result})
             print(json.dumps(report["runs"][-1]), flush=True)
+        write(report, args)  # after every concurrency: a run stopped by its budget keeps what it measured
+    return report
+
+
+def write(report: dict, args: argparse.Namespace) -> None:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=1))
     Path(args.markdown).write_text(markdown(report))
-    return report
 
 
 def markdown(report: dict) -> str:

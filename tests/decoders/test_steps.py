@@ -1,7 +1,8 @@
 """The step-wise loop: requests that arrive and leave at any step get exactly what they get alone.
 
 Random arrival and abort schedules over random requests (greedy and seeded sampling, each request its
-own budget and seed) with every drafter family on tiny Llama and GPT-2 targets; after every step the
+own budget, seed and settings) with every drafter family (BiTA's trees and BiLD's per-row rollback
+included) on tiny Llama and GPT-2 targets; after every step the
 engine holds exactly the running rows.
 """
 
@@ -12,11 +13,13 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specdec.decoders import PlainDecoding, Request, SpeculativeSampling, StopCriteria
+from specdec.decoders import BiLD, PlainDecoding, Request, SpeculativeSampling, StopCriteria
 from specdec.decoders.loop import ACCEPTED, BONUS, RESAMPLED, TARGET
 from specdec.drafters import EarlyExitDrafter, ModelDrafter, PromptLookupDrafter
+from specdec.drafters.bita import BiTADrafter
 from specdec.drafters.tandem import TandemDrafter
 from specdec.engine import Engine
+from specdec.models.bita import BiTAAdapter, model_signature
 from specdec.sampling import SamplingConfig, row_keys
 from tiny import make_gpt2, make_llama, make_tandem, make_tokenizer
 
@@ -27,8 +30,16 @@ POOL = [
     [100, 3],
     [12, 13, 14, 15, 16, 17, 18, 12, 13, 14, 15, 16, 17],
 ]
+def bita(target, tok):
+    torch.manual_seed(0)
+    adapter = BiTAAdapter(model_signature(target), 4, 3, "deep").eval()  # reserved slots: a learned prefix
+    return BiTADrafter(adapter, "efficient")
+
+
 FAMILIES = {
     "plain": None,
+    "bild": lambda target, tok: ModelDrafter(make_llama(len(tok), seed=7), tok),
+    "bita": bita,
     "prompt-lookup": lambda target, tok: PromptLookupDrafter(),
     "model": lambda target, tok: ModelDrafter(make_llama(len(tok), seed=7), tok),
     "tandem": lambda target, tok: TandemDrafter(make_tandem(target), tok),
@@ -55,6 +66,8 @@ class Setup:
         if self.drafter is not None:
             self.drafter.attach(self.engine)
         self.method = PlainDecoding() if make is None else SpeculativeSampling(3)
+        if family == "bild":  # rollback per row: not lossless, but a request still gets what it gets alone
+            self.method = BiLD(fallback_threshold=0.3, rollback_threshold=2.0)
 
     @classmethod
     def get(cls, kind: str, family: str) -> "Setup":

@@ -37,12 +37,13 @@ VerifyRule = Callable[[Draft, torch.Tensor, Sampling, Draws], Verification | Tre
 
 # Provenance of an emitted token (StepOutput.provenance)
 ACCEPTED, RESAMPLED, BONUS, TARGET = "accepted", "resampled", "bonus", "target"
+NO_LIMIT = 2**31  # more draft tokens than any block holds
 
 
 def usable_lengths(rows: Rows, target: Engine) -> torch.Tensor:
     """``[B]`` draft tokens each row can use: what its token budget and the target's context window
     leave after the pending token (each row's own, so no other row changes what it verifies)."""
-    usable = torch.tensor(rows.remaining()) - 1
+    usable = torch.tensor([min(r, NO_LIMIT) for r in rows.remaining()]) - 1  # budgets may exceed int64
     room = target.room()
     if room is not None:  # the pending token and the draft tokens need 1 + length positions
         usable = torch.minimum(usable, room - 1)

@@ -131,6 +131,7 @@ class Engine(StaticSteps):
             self.cache = SlotCache(self.config.num_hidden_layers, capacity)
             self._drop_graphs()
         self.slots = SlotTable(batch_size, self.cache.capacity, reserved)
+        self._reserved_states: list[tuple[torch.Tensor, torch.Tensor]] | None = None
 
     @torch.inference_mode()
     def write_reserved(self, keys_values: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> None:
@@ -144,6 +145,9 @@ class Engine(StaticSteps):
                 f"reserved states must be {self.config.num_hidden_layers} (key, value) pairs of "
                 f"{self.slots.reserved} slots each"
             )
+        self._reserved_states = [
+            (k[:1], v[:1]) for k, v in keys_values
+        ]  # the same in every row: admit copies them
         batch, dtype = self.batch_size, self.dtype
         self.cache.write(
             0,
@@ -213,8 +217,8 @@ class Engine(StaticSteps):
         if self.cache is None:
             raise InvalidArgumentError("admit adds rows to a running batch: start one first")
         reserved = self.slots.reserved
-        if reserved and not self.batch_size:
-            raise InvalidArgumentError("no running row to copy the reserved slots from: start a new batch")
+        if reserved and self._reserved_states is None:
+            raise InvalidArgumentError("write the reserved slots (write_reserved) before admitting rows")
         running = self.cache, self.slots, self.graphs  # graphs replay the running cache's buffers only
         self.graphs = None
         longest = max(len(p) for p in prompts)
@@ -222,11 +226,7 @@ class Engine(StaticSteps):
         self.slots = SlotTable(len(prompts), self.cache.capacity, reserved)
         try:
             if reserved:
-                states = [
-                    (layer.keys[:1, :, :reserved], layer.values[:1, :, :reserved])
-                    for layer in running[0].layers
-                ]
-                self.write_reserved(states)
+                self.write_reserved(self._reserved_states)
             multi = any(len(p) > 1 for p in prompts)
             rest = [p[:-1] for p in prompts]
             out = (

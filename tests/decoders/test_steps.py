@@ -30,6 +30,8 @@ POOL = [
     [100, 3],
     [12, 13, 14, 15, 16, 17, 18, 12, 13, 14, 15, 16, 17],
 ]
+
+
 def bita(target, tok):
     torch.manual_seed(0)
     adapter = BiTAAdapter(model_signature(target), 4, 3, "deep").eval()  # reserved slots: a learned prefix

@@ -6,6 +6,7 @@ import datetime
 import hashlib
 import os
 import platform
+import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -39,7 +40,26 @@ def machine_info() -> dict:
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "command": "specdec " + " ".join(sys.argv[1:]) if sys.argv else "",
+        "commit": source_commit(),
     }
+
+
+def source_commit() -> str | None:
+    """The git commit of the specdec source that ran (with "+dirty" for uncommitted changes), or None
+    outside a checkout: a result names the code that produced it."""
+    here = Path(__file__).parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "."], cwd=here, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode:
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def drafter_digest(spec: str) -> str | None:

@@ -30,7 +30,7 @@ from specdec.drafters import Drafter, make_drafter
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
 from specdec.models import load_model
-from specdec.pipeline import eos_token_ids
+from specdec.pipeline import Pipeline, eos_token_ids
 from specdec.sampling import SamplingConfig, row_keys
 
 
@@ -115,16 +115,11 @@ def run_from_args(args: argparse.Namespace) -> dict:
     gamma = int(args.gamma) if args.gamma.isdigit() else args.gamma
     loaded = load_model(args.model, cache_dir=args.cache_dir)
     stop = StopCriteria(args.max_new_tokens, eos_token_ids(loaded.model, loaded.tokenizer))
-    engine = Engine(loaded.model)
+    pipe = Pipeline(loaded.model, loaded.tokenizer)  # its engine and its chat template
+    engine = pipe.engine
     questions = load_spec_bench(args.spec_bench or spec_bench_path(), per_task=args.per_task)
 
-    def encode(text: str) -> list[int]:
-        ids = loaded.tokenizer.apply_chat_template(
-            [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True
-        )
-        return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
-
-    encoded = [encode(q["prompt"]) for q in questions]
+    encoded = [pipe.encode(q["prompt"], chat=True) for q in questions]
     configs = [("plain", None)] + [("sps", spec) for spec in args.drafters.split(",") if spec]
     drafters = {spec: make_drafter(spec, loaded.model, loaded.tokenizer) for _, spec in configs if spec}
     for drafter in drafters.values():
@@ -158,7 +153,8 @@ def markdown(report: dict) -> str:
     lines = [
         "# Continuous batching: requests arriving over time, plain vs speculative",
         "",
-        f"Produced by `{m['command']}` on {m['date']} ({m['cpu']}, {m['cores']} cores, torch {m['torch']}, "
+        f"Produced by `{m['command']}` at commit {m.get('commit')} on {m['date']} "
+        f"({m['cpu']}, {m['cores']} cores, torch {m['torch']}, "
         f"allocator {m['allocator']}). Model {report['model']}; drafter weights (sha256, first 16 hex): "
         + ", ".join(f"`{k}` {v or '(no weights)'}" for k, v in report["drafters"].items())
         + ". A closed loop of c clients (each finished request replaced by the next before the next step), "

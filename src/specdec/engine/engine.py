@@ -194,9 +194,18 @@ class Engine(StaticSteps):
         token, left-padded), or None when every prompt is a single token.
         """
         self.reset(len(prompts), max(len(p) for p in prompts) + extra_slots, reserved)
-        if any(len(p) > 1 for p in prompts):
-            return self.prefill([p[:-1] for p in prompts], hidden_layers=hidden_layers)
-        return None
+        return self._prefill_all_but_last(prompts, hidden_layers)
+
+    def _prefill_all_but_last(
+        self,
+        prompts: Sequence[Sequence[int]],
+        hidden_layers: Sequence[int],
+        layer_inputs: dict[int, torch.Tensor] | None = None,
+    ) -> ExtendOutput | None:
+        """Prefill each prompt but its pending last token (None: every prompt is that one token)."""
+        if not any(len(p) > 1 for p in prompts):
+            return None
+        return self.prefill([p[:-1] for p in prompts], hidden_layers=hidden_layers, layer_inputs=layer_inputs)
 
     @torch.inference_mode()
     def admit(
@@ -211,8 +220,8 @@ class Engine(StaticSteps):
         for the new rows (None when every prompt is one token); they are the batch's last rows.
 
         The newcomers' prefill runs as a batch of its own (the running rows compute nothing for it) in
-        a scratch cache, whose slots then join this one's at the same columns; reserved slots (the
-        same states in every row) are copied from the first running row.
+        a scratch cache, whose slots then join this one's at the same columns; the reserved slots get
+        the states :meth:`write_reserved` was given (the same in every row).
         """
         if self.cache is None:
             raise InvalidArgumentError("admit adds rows to a running batch: start one first")
@@ -227,11 +236,7 @@ class Engine(StaticSteps):
         try:
             if reserved:
                 self.write_reserved(self._reserved_states)
-            multi = any(len(p) > 1 for p in prompts)
-            rest = [p[:-1] for p in prompts]
-            out = (
-                self.prefill(rest, hidden_layers=hidden_layers, layer_inputs=layer_inputs) if multi else None
-            )
+            out = self._prefill_all_but_last(prompts, hidden_layers, layer_inputs)
             scratch, table = self.cache, self.slots
         finally:
             self.cache, self.slots, self.graphs = running

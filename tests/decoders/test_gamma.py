@@ -1,5 +1,6 @@
 """γ policies: the expected-tokens formula, HF's +2/−1 rule, and the cost model's estimates and choices."""
 
+import itertools
 import random
 
 import pytest
@@ -7,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specdec.decoders import AdaptiveGamma, FixedGamma, HeuristicGamma, make_gamma_policy
-from specdec.decoders.gamma import StepResult, expected_tokens
+from specdec.decoders.gamma import MAX_PROBE_WAIT, CallCosts, StepResult, expected_tokens
+from specdec.errors import InvalidArgumentError
 
 
 @settings(max_examples=200, deadline=None)
@@ -55,19 +57,46 @@ def test_fixed_and_named_policies():
     assert make_gamma_policy(policy) is policy
 
 
-def test_adaptive_fits_the_verify_cost_line():
-    policy = AdaptiveGamma(initial=1, max_gamma=8)
-    assert policy.verify_time(1) is None  # one width seen so far: no line yet
-    for gamma in (1, 2, 3, 4, 2, 5):
-        policy.update(step(gamma, [0], verify=0.040 + 0.003 * (gamma + 1)))
-    assert policy.verify_time(1) == pytest.approx(0.043, rel=1e-6)
-    assert policy.verify_time(9) == pytest.approx(0.067, rel=1e-6)
+def test_call_costs_interpolate_between_sizes_and_are_optimistic_outside_them():
+    costs = CallCosts(decay=0.5)
+    assert costs(8) is None  # nothing timed yet
+    costs.add(8, 0.040)
+    assert costs(16) == pytest.approx(0.040)  # one size: flat up to twice it (optimistic: it is tried)
+    assert costs(64) == pytest.approx(0.040 * 64 / 16)  # and the per-token cost of that guess beyond
+    assert costs(2) == pytest.approx(0.010)  # proportional below (cost per token never falls as calls shrink)
+    costs.add(32, 0.100)
+    assert costs(16) == pytest.approx(0.040 + 0.060 * 8 / 24)  # linear between the sizes seen
+    assert costs(64) == pytest.approx(0.100 + 0.060 / 24 * 32)  # the last slope continued to twice the top
+    assert costs(128) == pytest.approx(2 * (0.100 + 0.060 / 24 * 32))
+    costs.add(32, 0.200)  # the decayed mean follows the machine: (0.5 · 0.98 · 0.1 + 0.2) / (0.5 · 0.98 + 1)
+    assert costs(32) == pytest.approx((0.049 + 0.2) / 1.49)
 
 
-def test_adaptive_explores_widths_before_it_can_fit():
-    policy = AdaptiveGamma(initial=2, max_gamma=8)
-    policy.update(step(2, [2], verify=0.05))
-    assert policy.next_gamma() == 3  # a second width, so the fit has two points
+def test_call_costs_never_make_a_wider_call_look_cheaper_than_a_narrower_one_measured():
+    costs = CallCosts(decay=0.9)
+    costs.add(28, 0.47)  # a slow measurement
+    costs.add(80, 0.29)  # a lucky one, wider
+    assert costs(50) == pytest.approx(0.47) and costs(150) == pytest.approx(0.47)  # not 0.29
+    assert costs(14) == pytest.approx(0.235)  # below every measurement: proportional, as before
+
+
+def test_call_costs_forget_sizes_not_timed_for_a_while():
+    costs = CallCosts(decay=0.9, age=0.5, forget=0.1)
+    costs.add(80, 0.3)  # a wide block, timed once
+    for _ in range(3):
+        costs.add(16, 0.1)
+    assert costs(80) == pytest.approx(0.3)  # weight 0.125: still known
+    costs.add(16, 0.1)
+    assert costs(80) == pytest.approx(
+        0.1 * 80 / 32
+    )  # forgotten: one doubling of flat optimism, then per token
+
+
+def test_call_costs_bin_nearby_sizes_together():
+    costs = CallCosts(decay=0.9)
+    costs.add(30, 0.3)
+    costs.add(34, 0.34)  # the same half-octave: one point at the mean size
+    assert costs(32) == pytest.approx(0.32)
 
 
 def test_adaptive_estimates_alpha_from_geometric_runs():
@@ -77,6 +106,17 @@ def test_adaptive_estimates_alpha_from_geometric_runs():
         accepted = next((k for k in range(4) if rng.random() > 0.6), 4)  # each token kept with α = 0.6
         policy.update(step(4, [accepted], verify=0.05 + 0.001 * rng.random()))
     assert policy.alpha == pytest.approx(0.6, abs=0.05)
+
+
+def test_adaptive_counts_the_rows_a_drafter_leaves_empty():
+    """A prompt lookup finds a match on some rows only: ρ is the share of asked-for tokens proposed, and
+    a step where no row proposed anything lowers it without touching α."""
+    policy = AdaptiveGamma(initial=4, decay=0.99)
+    for _ in range(1000):
+        policy.update(StepResult(4, [4, 0, 0, 0], [4, 0, 0, 0], 0.05, 0.0, rows=4, asked=4))
+        policy.update(StepResult(0, [0, 0, 0, 0], [0, 0, 0, 0], 0.05, 0.0, rows=4, asked=4))
+    assert policy.proposal_rate == pytest.approx(0.125, abs=0.002)  # 4 of 16 asked, then 0 of 16
+    assert policy.alpha == pytest.approx(1.0, abs=1e-6)  # the proposing row was always right
 
 
 def geometric_rows(alpha: float, gamma: int, rows: int = 10_000) -> list[int]:
@@ -100,7 +140,7 @@ def test_adaptive_maximises_expected_tokens_per_unit_time(alpha, slope, draft):
     """Fed steps timed by a known cost model and accepted at rate α, it picks the γ that model prefers."""
     policy = AdaptiveGamma(initial=1, max_gamma=12)
     for _ in range(20):  # long enough for the prior (α ≈ 0.8) to decay away
-        for gamma in (1, 3, 6, 9):
+        for gamma in (0, 1, 3, 6, 9):
             accepted = geometric_rows(alpha, gamma)
             policy.update(step(gamma, accepted, verify=0.05 + slope * (gamma + 1), draft=draft * gamma))
     assert policy.alpha == pytest.approx(alpha, abs=0.01)
@@ -116,30 +156,100 @@ def test_adaptive_maximises_expected_tokens_per_unit_time(alpha, slope, draft):
         assert chosen == (0 if slope else 1)  # drafting pays only while verifying more costs nothing
 
 
+def machine(floor: float, per_token: float):
+    """A target call's time on a toy machine: a fixed floor (reading the weights) until the arithmetic
+    of ``n`` tokens takes longer."""
+    return lambda tokens: max(floor, per_token * tokens)
+
+
+def simulate(
+    policy, call, alpha: float, draft_cost: float, load: list[int], per_row: int = 100, seed: int = 0
+):
+    """Run ``policy`` closed-loop through phases of the load (``rows`` running, until each produced about
+    ``per_row`` tokens: the same work whatever the policy), each row's draft accepted as a geometric run
+    of α; the seconds it took per token."""
+    rng, tokens, seconds = random.Random(seed), 0, 0.0
+    for rows in load:
+        goal = tokens + rows * per_row
+        while tokens < goal:
+            gamma = policy.next_gamma(rows)
+            kept = [next((k for k in range(gamma) if rng.random() > alpha), gamma) for _ in range(rows)]
+            verify, drafting = call(rows * (gamma + 1)), draft_cost * gamma * (1 + rows / 16)
+            policy.update(StepResult(gamma, kept, [gamma] * rows, verify, drafting, rows, asked=gamma))
+            tokens, seconds = tokens + sum(kept) + rows, seconds + verify + drafting
+    return seconds / tokens
+
+
 def test_adaptive_stops_drafting_where_it_does_not_pay_and_probes_again():
+    call = machine(0.05, 0.0)  # a block is free: only a drafter that is rarely right makes drafting lose
     policy = AdaptiveGamma(initial=1, max_gamma=12, probe_every=4)
-    for _ in range(20):
-        for gamma in (1, 2, 3):
-            accepted = geometric_rows(0.1, gamma)
-            policy.update(step(gamma, accepted, verify=0.05 + 0.005 * (gamma + 1), draft=0.004 * gamma))
-    assert policy.gamma == 0  # γ = 1: 1.1 tokens in the time of 1.16 plain steps, and worse beyond
-    assert [policy.next_gamma() for _ in range(8)] == [0, 0, 0, 1, 0, 0, 0, 1]
+    simulate(policy, call, alpha=0.02, draft_cost=0.01, load=[1], per_row=200)
+    assert policy.gamma == 0  # γ = 1: 1.02 tokens in the time of 1.2 plain steps, and worse beyond
+    choices = []
+    for _ in range(600):  # probes that keep failing come ever more rarely
+        choices.append(policy.next_gamma())
+        if choices[-1]:
+            policy.update(StepResult(1, [0], [1], 0.05, 0.01, asked=1))
+    probes = [i for i, gamma in enumerate(choices) if gamma]
+    gaps = [b - a for a, b in itertools.pairwise(probes)]
+    assert set(choices) == {0, 1} and gaps == sorted(gaps) and gaps[-1] == MAX_PROBE_WAIT  # backed off
     for _ in range(30):  # the probes now find a drafter that is right every time
-        policy.update(step(1, [1], verify=0.06))
+        policy.update(StepResult(1, [1], [1], 0.05, 0.01, asked=1))
     assert policy.next_gamma() > 1
 
 
 def test_adaptive_speculates_where_the_batch_makes_a_block_cheap_and_not_where_it_does_not():
-    """One row: a block of k tokens costs about one step (speculation pays); 64 rows: each token of the
-    block costs nearly a step of its own (it does not). The policy keeps both and asks by batch size; a
-    policy with one cost model for every batch size (as before) gives both the same γ."""
+    """One row: a block of a few tokens costs one step (speculation pays); 64 rows: each block column
+    costs a step of its own (it cannot pay even with a drafter that is always right, so the policy does
+    not even probe). One curve over the call's size serves both."""
+    call = machine(0.04, 0.002)
     policy = AdaptiveGamma(initial=2, max_gamma=8, probe_every=4)
-    for _ in range(60):
-        for rows, (fixed, per_token) in ((1, (1.0, 0.001)), (64, (0.1, 0.9))):
-            gamma = policy.next_gamma(rows) or 1
-            accepted = [1 if gamma > 1 else rows % 2] * rows  # α about one half
-            policy.update(
-                StepResult(gamma, accepted, [gamma] * rows, fixed + per_token * (gamma + 1), 0.0, rows)
-            )
-    assert all(policy.next_gamma(1) >= 1 for _ in range(8))
-    assert sum(policy.next_gamma(64) > 0 for _ in range(8)) == 2  # plain steps but the probes (1 in 4)
+    simulate(policy, call, alpha=0.6, draft_cost=0.002, load=[1, 64] * 20, per_row=10)
+    assert all(policy.next_gamma(1) >= 2 for _ in range(8))
+    assert all(policy.next_gamma(64) == 0 for _ in range(8))
+
+
+# The adaptive policy learns the machine as it goes; the cut-off it is held to was picked knowing it.
+WITHIN = 1.10
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    floor=st.floats(0.01, 0.1),
+    per_token=st.floats(1e-4, 1e-2),
+    alpha=st.floats(0.0, 0.95),
+    draft_cost=st.floats(0.0, 0.01),
+    load=st.lists(st.sampled_from([1, 2, 4, 8, 16, 32, 64]), min_size=3, max_size=6),
+)
+def test_adaptive_does_about_as_well_as_the_best_fixed_cutoff(floor, per_token, alpha, draft_cost, load):
+    """On a toy machine and a load that changes over time, the adaptive policy costs at most a little
+    more time per token (10 %) than the best fixed cut-off in hindsight (the best of every γ and batch
+    size to switch off at), its exploration included."""
+    call = machine(floor, per_token)
+    adaptive = simulate(AdaptiveGamma(), call, alpha, draft_cost, load)
+    fixed = [
+        simulate(FixedGamma(g, off_from=b), call, alpha, draft_cost, load)
+        for g in (1, 2, 4, 8)
+        for b in (2, 4, 8, 16, 128)
+    ]
+    assert adaptive <= WITHIN * min(fixed)
+
+
+def test_fixed_gamma_with_a_cutoff_drafts_below_it_only():
+    policy = FixedGamma(4, off_from=8)
+    assert [policy.next_gamma(rows) for rows in (1, 7, 8, 64)] == [4, 4, 0, 0]
+    with pytest.raises(InvalidArgumentError, match="off_from"):
+        FixedGamma(4, off_from=0)
+
+
+def test_never_switching_off_fails_that_bound():
+    """The negative control: under load, drafting at every batch size costs far more than the best cut-off."""
+    call, load = machine(0.04, 0.002), [1, 64, 16]
+    always = simulate(FixedGamma(4), call, 0.6, 0.002, load)
+    fixed = [
+        simulate(FixedGamma(g, off_from=b), call, 0.6, 0.002, load)
+        for g in (1, 2, 4, 8)
+        for b in (2, 4, 8, 16, 128)
+    ]
+    assert always > WITHIN * min(fixed)
+    assert simulate(AdaptiveGamma(), call, 0.6, 0.002, load) <= WITHIN * min(fixed)

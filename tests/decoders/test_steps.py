@@ -19,6 +19,7 @@ from specdec.drafters import EarlyExitDrafter, ModelDrafter, PromptLookupDrafter
 from specdec.drafters.bita import BiTADrafter
 from specdec.drafters.tandem import TandemDrafter
 from specdec.engine import Engine
+from specdec.errors import InvalidArgumentError
 from specdec.models.bita import BiTAAdapter, model_signature
 from specdec.sampling import SamplingConfig, row_keys
 from tiny import make_gpt2, make_llama, make_tandem, make_tokenizer
@@ -96,6 +97,7 @@ requests = st.lists(
         st.integers(0, 6),  # arrival step
         st.one_of(st.none(), st.integers(0, 8)),  # abort this many steps after arrival
         st.sampled_from(SAMPLINGS),  # its own sampling settings
+        st.one_of(st.none(), st.integers(0, 2)),  # its own draft cap (0: speculation off for it)
     ),
     min_size=1,
     max_size=5,
@@ -105,7 +107,8 @@ requests = st.lists(
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(["llama", "gpt2"]), st.sampled_from(list(FAMILIES)), requests)
 def test_arrivals_and_aborts_never_change_what_a_request_gets(kind, family, reqs):
-    """Greedy rows beside sampled rows of other settings, each with its own budget and seed."""
+    """Greedy rows beside sampled rows of other settings, each with its own budget, seed and draft cap
+    (at most that many accepted draft tokens per step; 0: speculation off for it)."""
     setup = Setup.get(kind, family)
     reqs = sorted(reqs, key=lambda r: r[3])
     first = reqs[0]
@@ -113,14 +116,16 @@ def test_arrivals_and_aborts_never_change_what_a_request_gets(kind, family, reqs
     row_of = {0: 0}  # request index -> row
     got: dict[int, list[int]] = {0: []}
     kinds: dict[int, list[str]] = {0: []}
-    arrived = {0: first[3]}
+    arrived, caps = {0: first[3]}, {0: None}
     step, pending = first[3], list(range(1, len(reqs)))
     while loop.active or pending:
         for i in [i for i in pending if reqs[i][3] <= step]:
-            prompt, max_new, seed, _, _, sampling = reqs[i]
+            prompt, max_new, seed, _, _, sampling, cap = reqs[i]
             stop = StopCriteria(max_new, frozenset({0}))
-            (row,) = loop.admit([POOL[prompt]], row_keys([seed], 1), stop, sampling)
-            row_of[i], got[i], kinds[i], arrived[i] = row, [], [], step
+            # A tree has one shape for every row; BiLD's text depends on its drafts (not lossless).
+            cap = None if family in ("bita", "bild") else cap
+            (row,) = loop.admit([POOL[prompt]], row_keys([seed], 1), stop, sampling, draft_cap=cap)
+            row_of[i], got[i], kinds[i], arrived[i], caps[i] = row, [], [], step, cap
             pending.remove(i)
         doomed = [
             row_of[i]
@@ -134,10 +139,11 @@ def test_arrivals_and_aborts_never_change_what_a_request_gets(kind, family, reqs
                 got[i] += out.tokens
                 kinds[i] += out.provenance
                 assert len(out.provenance) == len(out.tokens)
+                assert caps[i] is None or out.provenance.count(ACCEPTED) <= caps[i]
         assert setup.engine.batch_size == len(loop.active)  # finished and aborted rows freed their slots
         step += 1
     result = loop.result()
-    for i, (prompt, max_new, seed, _, _, sampling) in enumerate(reqs):
+    for i, (prompt, max_new, seed, _, _, sampling, _) in enumerate(reqs):
         alone = setup.alone(POOL[prompt], sampling, max_new, seed)
         assert result.tokens[row_of[i]] == got[i]
         if result.finish_reasons[row_of[i]] == "abort":
@@ -170,6 +176,15 @@ def test_provenance_of_a_plain_step_and_of_speculative_steps():
             seen += out.provenance
             assert out.provenance[-1] != ACCEPTED or out.finish_reason is not None
     assert ACCEPTED in seen
+
+
+def test_a_draft_cap_is_checked_and_trees_refuse_one():
+    loop = Setup.get("llama", "model").loop(POOL[0], SamplingConfig(), 4, 0)
+    with pytest.raises(InvalidArgumentError, match="draft_cap"):
+        loop.admit([POOL[1]], row_keys([1], 1), StopCriteria(4), draft_cap=-1)
+    tree = Setup.get("llama", "bita").loop(POOL[0], SamplingConfig(), 4, 0)
+    with pytest.raises(InvalidArgumentError, match="chain drafter"):
+        tree.admit([POOL[1]], row_keys([1], 1), StopCriteria(4), draft_cap=1)
 
 
 @pytest.mark.parametrize("family", ["plain", "model"])

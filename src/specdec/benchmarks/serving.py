@@ -24,7 +24,7 @@ import torch
 
 from specdec.benchmarks.data import load_spec_bench, spec_bench_path
 from specdec.benchmarks.report import drafter_digest, machine_info
-from specdec.decoders import PlainDecoding, Request, SpeculativeSampling, StopCriteria
+from specdec.decoders import FixedGamma, PlainDecoding, Request, SpeculativeSampling, StopCriteria
 from specdec.decoders.method import DecodingMethod
 from specdec.drafters import Drafter, make_drafter
 from specdec.engine import Engine
@@ -120,8 +120,17 @@ def run_from_args(args: argparse.Namespace) -> dict:
     questions = load_spec_bench(args.spec_bench or spec_bench_path(), per_task=args.per_task)
 
     encoded = [pipe.encode(q["prompt"], chat=True) for q in questions]
-    configs = [("plain", None)] + [("sps", spec) for spec in args.drafters.split(",") if spec]
-    drafters = {spec: make_drafter(spec, loaded.model, loaded.tokenizer) for _, spec in configs if spec}
+    specs = [spec for spec in args.drafters.split(",") if spec]
+    configs = [("plain", None, None)] + [("sps", spec, lambda: gamma) for spec in specs]
+    for cutoff in args.cutoff:  # vLLM's rule beside the adaptive one: a fixed γ, off from a batch size
+        fixed, _, off_from = cutoff.partition(":")
+        if not (fixed.isdigit() and off_from.isdigit()):
+            raise InvalidArgumentError(f"--cutoff takes GAMMA:ROWS (e.g. 4:4), got {cutoff!r}")
+        fixed, off_from = int(fixed), int(off_from)
+        name = f"sps γ={fixed}, off from {off_from} rows"
+        configs += [(name, spec, lambda g=fixed, b=off_from: FixedGamma(g, off_from=b)) for spec in specs]
+    configs.append(("plain (repeat)", None, None))  # the same as the first row: the run's noise
+    drafters = {spec: make_drafter(spec, loaded.model, loaded.tokenizer) for spec in specs}
     for drafter in drafters.values():
         drafter.attach(engine)
     report = {"machine": machine_info(), "model": loaded.source, "runs": []}
@@ -131,11 +140,11 @@ def run_from_args(args: argparse.Namespace) -> dict:
         count = max(args.min_requests, args.requests_per_client * concurrency)
         prompts = [encoded[i % len(encoded)] for i in range(count)]
         plain_lines = None
-        for name, spec in configs:
-            method = PlainDecoding() if spec is None else SpeculativeSampling(gamma)
+        for name, spec, policy in configs:
+            method = PlainDecoding() if spec is None else SpeculativeSampling(policy())
             lines, row = serve(method, engine, drafters.get(spec), prompts, concurrency, stop)
-            plain_lines = lines if spec is None else plain_lines
-            result = summary(lines, row, None if spec is None else plain_lines)
+            plain_lines = lines if name == "plain" else plain_lines
+            result = summary(lines, row, None if name == "plain" else plain_lines)
             report["runs"].append({"method": name, "drafter": spec, "concurrency": concurrency, **result})
             print(json.dumps(report["runs"][-1]), flush=True)
         write(report, args)  # after every concurrency: a run stopped by its budget keeps what it measured
@@ -159,13 +168,14 @@ def markdown(report: dict) -> str:
         + ", ".join(f"`{k}` {v or '(no weights)'}" for k, v in report["drafters"].items())
         + ". A closed loop of c clients (each finished request replaced by the next before the next step), "
         "Spec-Bench first turns with the chat template, greedy; latency is admission to last token. "
-        "Speedups are against plain decoding at the same concurrency, in the same run.",
+        "Speedups are against plain decoding at the same concurrency, in the same run; plain runs again "
+        "last at each concurrency (its ratio is the run's noise).",
         "",
         "| c | method | drafter | requests | tok/s | × plain | latency p50 / p90 (s) | TTFT p50 / p90 (s) "
         "| α | tokens / call | identical |",
         "|---:|---|---|---:|---:|---:|---|---|---:|---:|---|",
     ]
-    plain = {r["concurrency"]: r for r in report["runs"] if r["drafter"] is None}
+    plain = {r["concurrency"]: r for r in report["runs"] if r["method"] == "plain"}
     for r in report["runs"]:
         base = plain[r["concurrency"]]["tokens_per_s"]
         same = "–" if r["identical_to_plain"] is None else f"{r['identical_to_plain']}/{r['requests']}"
@@ -187,6 +197,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-requests", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--gamma", default="adaptive", help="the SpS γ policy (adaptive: load-aware)")
+    parser.add_argument(
+        "--cutoff",
+        action="append",
+        default=[],
+        metavar="GAMMA:ROWS",
+        help="also run each drafter with a fixed γ and no drafting from ROWS rows on (vLLM's cut-off)",
+    )
     parser.add_argument("--per-task", type=int, default=12, help="Spec-Bench prompts per task")
     parser.add_argument("--spec-bench", type=Path, default=None)
     parser.add_argument("--out", required=True)

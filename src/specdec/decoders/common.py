@@ -27,9 +27,10 @@ class Request:
     stop: StopCriteria
     keys: Sequence[int]  # one per row, see specdec.sampling.noise.row_keys
     callback: StreamCallback | None = None
+    draft_cap: int | None = None  # the most draft tokens a row verifies per step (0: none)
 
     def rows(self) -> Rows:
-        return Rows(self.prompts, self.stop, self.keys, self.callback, self.sampling)
+        return Rows(self.prompts, self.stop, self.keys, self.callback, self.sampling, self.draft_cap)
 
     def first_growth(self, block: int) -> int:
         """Slots to reserve beyond the longest prompt: some new tokens and one block of slack."""

@@ -1,16 +1,18 @@
 """Draft-length (γ) policies.
 
 The expected tokens per target call with per-token acceptance α is E(γ) = (1 − α^(γ+1)) / (1 − α),
-and a step costs T_target(γ+1) + γ·T_draft. :class:`AdaptiveGamma` estimates α and both costs
-online and picks the γ that maximises E(γ) / cost(γ), so it shortens drafts when verification
-gets expensive or acceptance drops, where HF's +2/−1 rule only reacts to the last step; and where
-no γ beats a plain step's 1 / T_target(1) it stops drafting for a while (γ = 0), since a drafter
-that is bad at this prompt only slows it down.
+and a step of B rows costs T(B(γ+1)) + γ·T_draft: a target call over B(γ+1) tokens and γ drafted
+positions. :class:`AdaptiveGamma` estimates α and both costs online and picks the γ that maximises
+tokens per second, so it shortens drafts when verification gets expensive (a larger batch) or
+acceptance drops, where HF's +2/−1 rule only reacts to the last step; and where no γ beats a plain
+step it stops drafting (γ = 0), since a drafter that is bad at this text, or a block that is no
+longer almost free at this load, only slows decoding down.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass
 
 from specdec.errors import InvalidArgumentError
 
@@ -33,9 +35,10 @@ class StepResult:
     gamma: int  # draft tokens verified per row (the longest proposal; the block is γ+1 wide)
     accepted: list[int]  # accepted per row
     proposed: list[int]  # proposed per row (a model-free drafter may propose fewer than γ)
-    verify_time: float
+    verify_time: float  # the target call and what settles it (rule, rollback, the drafter's update)
     draft_time: float
     rows: int = 1  # the batch size the step ran at
+    asked: int | None = None  # the γ the policy asked for (None: ``gamma``); 0 for a plain step
 
 
 class GammaPolicy:
@@ -51,15 +54,24 @@ class GammaPolicy:
         return self.gamma
 
     def update(self, step: StepResult) -> None:
-        """Called after every step that drafted (forced plain steps at the context edge are not reported)."""
+        """Called after every step, plain ones included (``asked`` 0)."""
 
 
 class FixedGamma(GammaPolicy):
-    def __init__(self, gamma: int):
+    """The same γ every step; with ``off_from``, plain steps at batches of that many rows or more (vLLM's
+    ``speculative_disable_by_batch_size``: a fixed cut-off where verify blocks stop being almost free)."""
+
+    def __init__(self, gamma: int, off_from: int | None = None):
         self.gamma = self.max_gamma = check_gamma(gamma)
+        if off_from is not None:
+            check_gamma(off_from, "off_from (a batch size)")
+        self.off_from = off_from
+
+    def next_gamma(self, batch_size: int = 1) -> int:
+        return 0 if self.off_from is not None and batch_size >= self.off_from else self.gamma
 
     def __repr__(self) -> str:
-        return f"fixed(γ={self.gamma})"
+        return f"fixed(γ={self.gamma})" + (f", off from {self.off_from} rows" if self.off_from else "")
 
 
 class HeuristicGamma(GammaPolicy):
@@ -69,6 +81,8 @@ class HeuristicGamma(GammaPolicy):
         self.gamma, self.max_gamma = check_gamma(initial, "initial"), check_gamma(max_gamma, "max_gamma")
 
     def update(self, step: StepResult) -> None:
+        if not step.gamma:
+            return  # a forced plain step (budget or context edge) says nothing about the drafter
         all_accepted = all(a == p for a, p in zip(step.accepted, step.proposed, strict=True))
         self.gamma = min(self.max_gamma, self.gamma + 2) if all_accepted else max(1, self.gamma - 1)
 
@@ -76,45 +90,90 @@ class HeuristicGamma(GammaPolicy):
         return "heuristic(+2/-1)"
 
 
-@dataclass
-class _Costs:
-    """What a step costs at one batch size (a bucket of them): a verify block of k tokens, T(k) = a + b·k
-    by decayed least squares, a drafted token on average, and the γ they make best."""
+def size_bin(tokens: int) -> int:
+    """Half-octave bins of a target call's size (tokens it computes, every row's block together)."""
+    return round(2 * math.log2(max(1, tokens)))
 
-    gamma: int
-    sums: list[float] = field(default_factory=lambda: [0.0] * 5)  # decayed Σw, Σk, Σk², Σt, Σk·t
-    draft_time: float = 0.0
-    draft_tokens: float = 0.0
-    plain_steps: int = 0
 
-    def verify_time(self, width: int) -> float | None:
-        """T(width) from the fit, or None before two distinct widths were seen."""
-        w, sk, skk, st, skt = self.sums
-        det = w * skk - sk * sk
-        if w == 0 or det <= 1e-9 * max(1.0, w * skk):
+class CallCosts:
+    """T(n): how long a target call computing ``n`` tokens takes, from the calls seen.
+
+    A call's cost is a function of the tokens it computes far more than of how they are split into rows
+    and block widths: on one row a block of 5 costs about a one-token step (the weights are read once
+    either way), at 16 rows each extra block column costs about a step of its own (the arithmetic is the
+    limit). Keeping one curve over n serves every batch size and γ at once. Decayed means per half-octave
+    bin of n, linear between measured bins and never below a smaller call measured; outside them,
+    optimistic — proportional to n below the smallest (cost per token never falls as calls shrink),
+    and above the largest the last slope (flat from a single bin) up to twice its size, proportional
+    to n beyond — so a size one doubling past what was measured looks worth a try, is tried once and
+    is then known, and exploration widens a block by doublings rather than jumping to the widest.
+
+    Sizes not timed for a while are forgotten (their weight ages by ``age`` per call timed, and goes
+    below ``forget``): a call's cost drifts as the rows' contexts grow (attention reads them all), and a
+    wide block timed at the start, over short prompts, would otherwise keep looking cheap for good.
+    """
+
+    def __init__(self, decay: float, age: float = 0.98, forget: float = 0.1):
+        self.decay, self.age, self.forget = decay, age, forget
+        self._bins: dict[int, list[float]] = {}  # bin -> decayed [Σw, Σn, Σt]
+
+    def add(self, tokens: int, seconds: float) -> None:
+        for key, sums in list(self._bins.items()):
+            sums[:] = [self.age * v for v in sums]
+            if sums[0] < self.forget:
+                del self._bins[key]
+        sums = self._bins.setdefault(size_bin(tokens), [0.0, 0.0, 0.0])
+        for i, value in enumerate((1.0, tokens, seconds)):
+            sums[i] = self.decay * sums[i] + value
+
+    def __call__(self, tokens: int) -> float | None:
+        """Estimated T(tokens), None before any call was timed."""
+        points = sorted((n / w, t / w) for w, n, t in self._bins.values())
+        if not points:
             return None
-        slope = (w * skt - sk * st) / det
-        intercept = (st - slope * sk) / w
-        return intercept + max(slope, 0.0) * width
+        below = [p for p in points if p[0] <= tokens]
+        above = [p for p in points if p[0] > tokens]
+        if not below:
+            n, t = points[0]
+            return t * tokens / n
+        if not above:
+            n1, t1 = points[-1]
+            slope = 0.0
+            if len(points) > 1:
+                n0, t0 = points[-2]
+                slope = max(0.0, (t1 - t0) / (n1 - n0))
+            reach = min(tokens, 2 * n1)  # optimism reaches one doubling; past it, per-token cost holds
+            estimate = (t1 + slope * (reach - n1)) * tokens / reach
+        else:
+            (n0, t0), (n1, t1) = below[-1], above[0]
+            estimate = t0 + (t1 - t0) * (tokens - n0) / (n1 - n0)
+        # Never cheaper than a smaller call measured: noise (a slow step, a lucky one) must not make
+        # a wider block look cheaper than a narrower one and send the policy exploring it.
+        return max(estimate, max(t for _, t in below))
+
+
+MAX_PROBE_WAIT = 256  # plain steps between probes of a drafter that keeps failing them, at most
 
 
 def batch_bucket(rows: int) -> int:
-    """Batch sizes that share cost estimates: 1, 2-3, 4-7, 8-15, ... (a verify block's cost relative
-    to a plain step grows with the batch: on one row it is nearly free, on many it is not)."""
+    """Batch sizes that share a drafting cost estimate: 1, 2-3, 4-7, 8-15, ..."""
     return max(1, rows).bit_length() - 1
 
 
 class AdaptiveGamma(GammaPolicy):
-    """Pick γ maximising E(γ) / (T_target(γ+1) + γ·T_draft) with online estimates, per batch size.
+    """Pick the γ (0: a plain step) that maximises tokens per second at the step's batch size, online.
 
-    α is estimated with exponentially decayed counts of accepted tokens and rejections (the MLE
-    of a geometric acceptance run), shared by all batch sizes; the costs are kept per batch-size
-    bucket (:func:`batch_bucket`): T_target(k) = a + b·k by decayed least squares over the verify
-    calls seen at that size, T_draft the decayed mean time per drafted token. So speculation switches
-    itself off at the batch sizes where a wider block costs more than it brings, and back on when
-    the batch shrinks. Timing feedback makes the γ schedule depend on the machine and the load; the
-    text does not (greedy, and coupled sampling, emit the target's own choice at every position
-    whatever γ is).
+    For ``B`` rows, drafting γ tokens brings B · (1 + ρ(E(γ) − 1)) tokens (E as above, α estimated with
+    exponentially decayed counts of accepted tokens and rejections, the MLE of a geometric acceptance
+    run; ρ the share of the asked-for draft tokens the drafter does propose — a prompt lookup finds no
+    match on many rows) for T(B(γ+1)) + γ · T_draft(B); a plain step brings B for T(B). T is one curve
+    over the tokens a call computes (:class:`CallCosts`), fed by every step, plain ones included;
+    T_draft the decayed time per drafted position, per batch-size bucket. At one row a verify block is
+    nearly free and speculation pays; at many rows each block column costs about a plain step and it
+    does not: the policy switches itself off there, and back on when the batch shrinks, at the batch
+    size this machine and drafter call for rather than at a fixed cut-off. Timing feedback makes the γ
+    schedule depend on the machine and the load; the text does not (greedy, and coupled sampling, emit
+    the target's own choice at every position whatever γ is).
     """
 
     def __init__(self, initial: int = 4, max_gamma: int = 12, decay: float = 0.9, probe_every: int = 8):
@@ -122,62 +181,81 @@ class AdaptiveGamma(GammaPolicy):
         if isinstance(decay, bool) or not isinstance(decay, int | float) or not 0 < decay < 1:
             raise InvalidArgumentError(f"decay must be in (0, 1), got {decay!r}")
         self.decay = decay
-        # While drafting does not pay (γ = 0), every probe_every-th step drafts one token anyway: plain
-        # steps say nothing about the drafter, and the text ahead may suit it better (a formula, a copy).
+        # While drafting does not pay, a plain step now and then (at a batch size where a drafter that
+        # is always right would pay) drafts one token anyway: plain steps say nothing about the drafter,
+        # and the text ahead may suit it better (a formula, a copy). The first probe comes after
+        # probe_every plain steps; each one that does not bring drafting back doubles the wait (up to
+        # MAX_PROBE_WAIT steps), so a drafter that never pays costs next to nothing.
         self.probe_every = check_gamma(probe_every, "probe_every")
+        self._probe_wait, self._since_probe = self.probe_every, 0
         self.accepted, self.rejected = 4.0, 1.0  # prior: α ≈ 0.8 until evidence arrives
-        self._costs: dict[int, _Costs] = {}
-        self._last = self._at(1)
-
-    def _at(self, rows: int) -> _Costs:
-        return self._costs.setdefault(batch_bucket(rows), _Costs(self.initial))
-
-    @property
-    def gamma(self) -> int:
-        """The γ chosen at the batch size of the last step reported."""
-        return self._last.gamma
-
-    def next_gamma(self, batch_size: int = 1) -> int:
-        costs = self._at(batch_size)
-        if costs.gamma:
-            return costs.gamma
-        costs.plain_steps += 1
-        return 1 if costs.plain_steps % self.probe_every == 0 else 0
+        self.asked, self.proposed = 1.0, 1.0  # prior: the drafter proposes what it is asked for
+        self.call_time = CallCosts(decay)
+        self._draft: dict[int, list[float]] = {}  # batch bucket -> decayed [Σ seconds, Σ positions]
+        self.gamma = initial
 
     @property
     def alpha(self) -> float:
         return self.accepted / (self.accepted + self.rejected)
 
-    def verify_time(self, width: int) -> float | None:
-        """T_target(width) at the batch size of the last step reported (None before two widths)."""
-        return self._last.verify_time(width)
+    @property
+    def proposal_rate(self) -> float:
+        """ρ: the share of asked-for draft tokens the drafter proposed."""
+        return self.proposed / self.asked
+
+    def draft_time(self, rows: int) -> float:
+        """Seconds per drafted position at ``rows`` rows (the nearest batch bucket measured; 0 before any)."""
+        if not self._draft:
+            return 0.0
+        bucket = batch_bucket(rows)
+        seconds, positions = self._draft[min(self._draft, key=lambda b: (abs(b - bucket), b))]
+        return seconds / max(positions, 1e-9)
+
+    def rate(
+        self, gamma: int, rows: int, alpha: float | None = None, rho: float | None = None
+    ) -> float | None:
+        """Estimated tokens per second of a step of ``gamma`` at ``rows`` rows (None before any timing)."""
+        alpha = self.alpha if alpha is None else alpha
+        rho = self.proposal_rate if rho is None else rho
+        verify = self.call_time(rows * (gamma + 1))
+        if verify is None:
+            return None
+        per_row = 1.0 + rho * (expected_tokens(alpha, gamma) - 1.0)
+        return rows * per_row / max(verify + gamma * self.draft_time(rows), 1e-9)
+
+    def next_gamma(self, batch_size: int = 1) -> int:
+        rows = max(1, batch_size)
+        rates = {g: self.rate(g, rows) for g in range(self.max_gamma + 1)}
+        if rates[0] is None:
+            self.gamma = self.initial
+            return self.gamma
+        self.gamma = max(rates, key=rates.get)
+        if self.gamma:
+            self._probe_wait, self._since_probe = self.probe_every, 0  # drafting pays again
+            return self.gamma
+        self._since_probe += 1
+        perfect = self.rate(1, rows, alpha=1.0, rho=1.0)  # could any drafter pay here?
+        if self._since_probe >= self._probe_wait and perfect > rates[0]:
+            self._since_probe, self._probe_wait = 0, min(2 * self._probe_wait, MAX_PROBE_WAIT)
+            return 1
+        return 0
 
     def update(self, step: StepResult) -> None:
-        d, costs = self.decay, self._at(step.rows)
-        rows = max(1, len(step.accepted))
-        self.accepted = d * self.accepted + sum(step.accepted) / rows
+        d, rows = self.decay, max(1, step.rows)
+        self.call_time.add(rows * (step.gamma + 1), step.verify_time)
+        asked = step.gamma if step.asked is None else step.asked
+        if not asked:
+            return  # a plain step says nothing about the drafter
+        per_row = max(1, len(step.proposed))
+        self.proposed = d * self.proposed + sum(step.proposed) / per_row
+        self.asked = d * self.asked + asked
+        if not step.gamma:
+            return  # asked, but no row proposed anything
+        self.accepted = d * self.accepted + sum(step.accepted) / per_row
         rejections = sum(a < p for a, p in zip(step.accepted, step.proposed, strict=True))
-        self.rejected = d * self.rejected + rejections / rows
-        if step.gamma:
-            costs.draft_time = d * costs.draft_time + step.draft_time
-            costs.draft_tokens = d * costs.draft_tokens + step.gamma
-        k, t = step.gamma + 1, step.verify_time
-        costs.sums = [d * s + v for s, v in zip(costs.sums, (1.0, k, k * k, t, k * t), strict=True)]
-        costs.gamma = self._best_gamma(costs, step.gamma)
-        self._last = costs
-
-    def _best_gamma(self, costs: _Costs, last: int) -> int:
-        t_draft = costs.draft_time / costs.draft_tokens if costs.draft_tokens else 0.0
-        if costs.verify_time(1) is None:
-            # Explore so the verify-cost fit sees more than one block width.
-            return max(1, min(self.max_gamma, last + 1 if last < 3 else last - 1))
-        scores = {
-            g: expected_tokens(self.alpha, g) / max(costs.verify_time(g + 1) + g * t_draft, 1e-9)
-            for g in range(1, self.max_gamma + 1)
-        }
-        best = max(scores, key=scores.get)
-        plain = 1.0 / max(costs.verify_time(1), 1e-9)  # one token per one-token call
-        return best if scores[best] > plain else 0
+        self.rejected = d * self.rejected + rejections / per_row
+        sums = self._draft.setdefault(batch_bucket(rows), [0.0, 0.0])
+        sums[0], sums[1] = d * sums[0] + step.draft_time, d * sums[1] + step.gamma
 
     def __repr__(self) -> str:
         return "adaptive"

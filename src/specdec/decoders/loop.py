@@ -22,6 +22,7 @@ from specdec.decoders.stats import GenerationStats
 from specdec.decoders.stopping import GREEDY, Rows, StopCriteria
 from specdec.drafters import Draft, Drafter, Feedback
 from specdec.engine import Engine
+from specdec.errors import InvalidArgumentError
 from specdec.sampling import (
     Draws,
     Sampling,
@@ -44,10 +45,22 @@ def usable_lengths(rows: Rows, target: Engine) -> torch.Tensor:
     """``[B]`` draft tokens each row can use: what its token budget and the target's context window
     leave after the pending token (each row's own, so no other row changes what it verifies)."""
     usable = torch.tensor([min(r, NO_LIMIT) for r in rows.remaining()]) - 1  # budgets may exceed int64
+    caps = [rows.draft_caps[row] for row in rows.active]
+    if any(c is not None for c in caps):  # requests that asked for shorter drafts, or none
+        usable = torch.minimum(usable, torch.tensor([NO_LIMIT if c is None else c for c in caps]))
     room = target.room()
     if room is not None:  # the pending token and the draft tokens need 1 + length positions
         usable = torch.minimum(usable, room - 1)
     return usable.clamp(min=0)
+
+
+def check_draft_cap(draft_cap: int | None, drafter: Drafter) -> None:
+    if draft_cap is None:
+        return
+    if isinstance(draft_cap, bool) or not isinstance(draft_cap, int) or draft_cap < 0:
+        raise InvalidArgumentError(f"draft_cap must be an integer >= 0 or None, got {draft_cap!r}")
+    if drafter.block_positions:
+        raise InvalidArgumentError("a per-request draft cap needs a chain drafter, not a tree")
 
 
 def draft_length(policy: GammaPolicy | None, usable: torch.Tensor, target: Engine, drafter: Drafter) -> int:
@@ -146,6 +159,7 @@ class StepOutput:
     tokens: list[int]
     provenance: list[str]
     finish_reason: str | None
+    drafted: int = 0  # draft tokens this step verified for the request (0: a plain step for it)
 
 
 class DraftVerifyLoop:
@@ -170,6 +184,7 @@ class DraftVerifyLoop:
     ):
         self.target, self.drafter, self.rule, self.policy = target, drafter, rule, policy
         self.min_confidence = min_confidence
+        check_draft_cap(request.draft_cap, drafter)
         self.stats, self.rows = GenerationStats(), request.rows()
         self._start = time.perf_counter()
         block = 1 + (policy.max_gamma if policy is not None else 0)
@@ -193,12 +208,16 @@ class DraftVerifyLoop:
         keys: Sequence[int],
         stop: StopCriteria,
         sampling: Sampling = GREEDY,
+        draft_cap: int | None = None,
     ) -> list[int]:
-        """Add requests (token ids, noise keys, stop criteria, sampling) to the running batch; their rows."""
+        """Add requests (token ids, noise keys, stop criteria, sampling) to the running batch; their rows.
+        ``draft_cap``: the most draft tokens they verify per step (0: speculation off for them; chains
+        only — a tree drafter's block is one shape for every row)."""
+        check_draft_cap(draft_cap, self.drafter)
         with self.stats.timed("prefill_time", self.target.device):
             prefill = self.target.admit(prompts, hidden_layers=self.drafter.target_hidden_layers)
             self.drafter.admit(prompts, prefill)
-        return self.rows.admit(prompts, keys, stop, sampling)
+        return self.rows.admit(prompts, keys, stop, sampling, draft_cap)
 
     def abort(self, rows: Sequence[int]) -> None:
         """Stop these requests now; their slots are freed."""
@@ -218,10 +237,12 @@ class DraftVerifyLoop:
             rows.drop(full, self.target, self.drafter)
             return out
         draws, sampling = rows.draws(), rows.sampling()
-        spent = self.stats.draft_time, self.stats.target_time
+        spent = self.stats.draft_time
         gamma, draft = self._propose(sampling, draws)
+        began, upkeep = time.perf_counter(), self.target.upkeep_seconds
         result = self._verify(draft, sampling, draws)
-        self._learn(gamma, draft, result, spent)
+        verify_time = time.perf_counter() - began - (self.target.upkeep_seconds - upkeep)  # not the cache's
+        self._learn(gamma, draft, result, self.stats.draft_time - spent, verify_time)
         return self._emit(draft, result)
 
     def _propose(self, sampling: Sampling, draws: Draws) -> tuple[int, Draft]:
@@ -252,17 +273,17 @@ class DraftVerifyLoop:
         drafter.update(Feedback(result.num_accepted, result.next_token, out, path))
         return result
 
-    def _learn(self, gamma: int, draft: Draft, result, spent: tuple[float, float]) -> None:
-        """Count the step, and tell the γ policy what drafting cost and brought."""
+    def _learn(self, gamma: int, draft: Draft, result, draft_time: float, verify_time: float) -> None:
+        """Count the step, and tell the γ policy what it asked for, what that cost and what it brought
+        (plain steps too: they time a plain call at this batch size)."""
         lengths, accepted = draft.row_lengths(), result.num_accepted
         self.stats.count_step(gamma, lengths, accepted)
-        if not gamma or self.drafter.block_positions:  # a forced plain step says nothing about drafting
+        if self.policy is None or self.drafter.block_positions:  # plain decoding; a tree's own shape
             return
-        draft_time, verify_time = self.stats.draft_time - spent[0], self.stats.target_time - spent[1]
         chain = draft.parents is None  # a tree is scored by its depth, the γ it was drafted at
         depth, depths = (draft.gamma, lengths) if chain else (gamma, torch.full_like(lengths, gamma))
         kept, drafted = accepted.tolist(), depths.tolist()
-        self.policy.update(StepResult(depth, kept, drafted, verify_time, draft_time, len(kept)))
+        self.policy.update(StepResult(depth, kept, drafted, verify_time, draft_time, len(kept), asked=gamma))
 
     def _emit(self, draft: Draft, result: Verification | TreeVerification) -> list[StepOutput]:
         """Each row's settled tokens to its request (cut at its stop); finished rows leave."""
@@ -272,13 +293,14 @@ class DraftVerifyLoop:
             [*draft.tokens[row, nodes].tolist(), t] if nodes else [t]
             for row, (nodes, t) in enumerate(settled)
         ]
-        kinds = [provenance(n, a) for n, a in zip(draft.row_lengths().tolist(), accepted, strict=True)]
+        lengths = draft.row_lengths().tolist()
+        kinds = [provenance(n, a) for n, a in zip(lengths, accepted, strict=True)]
         running, starts = list(rows.active), [len(rows.tokens[row]) for row in rows.active]
         done = rows.emit(new, accepted)
         outputs = []
-        for row, start, kind in zip(running, starts, kinds, strict=True):
+        for row, start, kind, drafted in zip(running, starts, kinds, lengths, strict=True):
             tokens = rows.tokens[row][start:]
-            outputs.append(StepOutput(row, tokens, kind[: len(tokens)], rows.finish_reasons[row]))
+            outputs.append(StepOutput(row, tokens, kind[: len(tokens)], rows.finish_reasons[row], drafted))
         if done:
             rows.drop(done, self.target, self.drafter)
         return outputs

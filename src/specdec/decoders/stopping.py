@@ -59,6 +59,7 @@ class Rows:
         keys: Sequence[int],
         callback: StreamCallback | None = None,
         sampling: Sampling = GREEDY,
+        draft_cap: int | None = None,
     ):
         self.tokens: list[list[int]] = []
         self.from_draft: list[list[bool]] = []
@@ -67,17 +68,25 @@ class Rows:
         self.stops: list[StopCriteria] = []
         self.keys: list[int] = []
         self.configs: list[SamplingConfig] = []
+        self.draft_caps: list[int | None] = []  # most draft tokens a row verifies per step (None: no cap)
         self.pending = torch.zeros(0, dtype=torch.long)
         self.callback = callback
-        self.admit(prompts, keys, stop, sampling)
+        self.admit(prompts, keys, stop, sampling, draft_cap)
 
     def admit(
-        self, prompts: Sequence[Sequence[int]], keys: Sequence[int], stop: StopCriteria, sampling: Sampling
+        self,
+        prompts: Sequence[Sequence[int]],
+        keys: Sequence[int],
+        stop: StopCriteria,
+        sampling: Sampling,
+        draft_cap: int | None = None,
     ) -> list[int]:
-        """Add rows (requests joining between steps, with their noise keys, stop criteria and sampling:
-        one config for all, or a :class:`RowSampling` of one each) after the active ones; their row ids."""
+        """Add rows (requests joining between steps, with their noise keys, stop criteria, sampling —
+        one config for all, or a :class:`RowSampling` of one each — and a cap on the draft tokens they
+        verify per step, 0 for none) after the active ones; their row ids."""
         first = len(self.tokens)
         new = list(range(first, first + len(prompts)))
+        self.draft_caps += [draft_cap] * len(new)
         self.tokens += [[] for _ in new]
         self.from_draft += [[] for _ in new]
         self.finish_reasons += [None] * len(new)

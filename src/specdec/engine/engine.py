@@ -10,6 +10,7 @@ and rollback, so decoders never touch the cache.
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -102,6 +103,9 @@ class Engine(StaticSteps):
         self.compiled: nn.Module | None = None
         self.graphs: StepGraphs | None = None
         self._smallest_static = 2
+        # Seconds spent compacting and growing the cache (host clock): amortised upkeep that a step
+        # happens to trigger, which a cost model timing its steps should not charge to that step.
+        self.upkeep_seconds = 0.0
         if compile:
             self.capture_graphs(compile=True) if self.device.type == "cuda" else self.compile_steps()
 
@@ -445,9 +449,16 @@ class Engine(StaticSteps):
         """Fit a block of ``width`` slots: squeeze out rolled-back holes, then grow (doubling) if that
         freed too little. Rows never hold more tokens than the context window, so growth is bounded
         by it plus one block."""
-        capacity = self.cache.capacity
         if self.slots.fits(width):
             return
+        began = time.perf_counter()
+        try:
+            self._compact_or_grow(width)
+        finally:
+            self.upkeep_seconds += time.perf_counter() - began
+
+    def _compact_or_grow(self, width: int) -> None:
+        capacity = self.cache.capacity
         if self.slots.has_holes():
             self.compact()
         needed = self.slots.length + width

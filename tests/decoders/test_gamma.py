@@ -101,7 +101,7 @@ def test_call_costs_bin_nearby_sizes_together():
 
 def test_adaptive_estimates_alpha_from_geometric_runs():
     rng = random.Random(0)
-    policy = AdaptiveGamma(initial=4, max_gamma=12, decay=0.99)
+    policy = AdaptiveGamma(max_gamma=12, decay=0.99)
     for _ in range(2000):
         accepted = next((k for k in range(4) if rng.random() > 0.6), 4)  # each token kept with α = 0.6
         policy.update(step(4, [accepted], verify=0.05 + 0.001 * rng.random()))
@@ -111,7 +111,7 @@ def test_adaptive_estimates_alpha_from_geometric_runs():
 def test_adaptive_counts_the_rows_a_drafter_leaves_empty():
     """A prompt lookup finds a match on some rows only: ρ is the share of asked-for tokens proposed, and
     a step where no row proposed anything lowers it without touching α."""
-    policy = AdaptiveGamma(initial=4, decay=0.99)
+    policy = AdaptiveGamma(decay=0.99)
     for _ in range(1000):
         policy.update(StepResult(4, [4, 0, 0, 0], [4, 0, 0, 0], 0.05, 0.0, rows=4, asked=4))
         policy.update(StepResult(0, [0, 0, 0, 0], [0, 0, 0, 0], 0.05, 0.0, rows=4, asked=4))
@@ -138,7 +138,7 @@ def geometric_rows(alpha: float, gamma: int, rows: int = 10_000) -> list[int]:
 )
 def test_adaptive_maximises_expected_tokens_per_unit_time(alpha, slope, draft):
     """Fed steps timed by a known cost model and accepted at rate α, it picks the γ that model prefers."""
-    policy = AdaptiveGamma(initial=1, max_gamma=12)
+    policy = AdaptiveGamma(max_gamma=12)
     for _ in range(20):  # long enough for the prior (α ≈ 0.8) to decay away
         for gamma in (0, 1, 3, 6, 9):
             accepted = geometric_rows(alpha, gamma)
@@ -182,7 +182,7 @@ def simulate(
 
 def test_adaptive_stops_drafting_where_it_does_not_pay_and_probes_again():
     call = machine(0.05, 0.0)  # a block is free: only a drafter that is rarely right makes drafting lose
-    policy = AdaptiveGamma(initial=1, max_gamma=12, probe_every=4)
+    policy = AdaptiveGamma(max_gamma=12, probe_every=4)
     simulate(policy, call, alpha=0.02, draft_cost=0.01, load=[1], per_row=200)
     assert policy.gamma == 0  # γ = 1: 1.02 tokens in the time of 1.2 plain steps, and worse beyond
     choices = []
@@ -203,7 +203,7 @@ def test_adaptive_speculates_where_the_batch_makes_a_block_cheap_and_not_where_i
     costs a step of its own (it cannot pay even with a drafter that is always right, so the policy does
     not even probe). One curve over the call's size serves both."""
     call = machine(0.04, 0.002)
-    policy = AdaptiveGamma(initial=2, max_gamma=8, probe_every=4)
+    policy = AdaptiveGamma(max_gamma=8, probe_every=4)
     simulate(policy, call, alpha=0.6, draft_cost=0.002, load=[1, 64] * 20, per_row=10)
     assert all(policy.next_gamma(1) >= 2 for _ in range(8))
     assert all(policy.next_gamma(64) == 0 for _ in range(8))

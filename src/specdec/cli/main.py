@@ -97,6 +97,16 @@ def build_parser() -> argparse.ArgumentParser:
             help="continuous batching: requests arriving over time, plain vs speculative, by concurrency",
         )
     )
+    from specdec.benchmarks.server_load import add_arguments as add_server_load_arguments
+
+    add_server_load_arguments(
+        sub.add_parser(
+            "bench-server", help="load test of specdec serve over HTTP: a burst, then plain vs speculative"
+        )
+    )
+    from specdec.cli.serve import add_serve_arguments
+
+    add_serve_arguments(sub.add_parser("serve", help="an OpenAI-compatible server with speculative decoding"))
     train = sub.add_parser("train", help="train models the methods need").add_subparsers(
         dest="what", required=True
     )
@@ -185,6 +195,14 @@ def main(argv: list[str] | None = None) -> int:
             from specdec.benchmarks.bita_eval import run_from_args as run_bita_eval
 
             run_bita_eval(args)
+        elif args.command == "bench-server":
+            from specdec.benchmarks.server_load import run_from_args as run_server_load
+
+            run_server_load(args)
+        elif args.command == "serve":
+            from specdec.cli.serve import run_serve
+
+            run_serve(args)
         elif args.command == "data":
             from specdec.cli.data import run_answers, run_draft_vocab, run_primary, run_text
 

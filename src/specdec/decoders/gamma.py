@@ -171,13 +171,15 @@ class AdaptiveGamma(GammaPolicy):
     T_draft the decayed time per drafted position, per batch-size bucket. At one row a verify block is
     nearly free and speculation pays; at many rows each block column costs about a plain step and it
     does not: the policy switches itself off there, and back on when the batch shrinks, at the batch
-    size this machine and drafter call for rather than at a fixed cut-off. Timing feedback makes the γ
+    size this machine and drafter call for rather than at a fixed cut-off. It starts with a plain step
+    (nothing timed yet) and widens blocks by doublings as the curve's optimism invites, so learning a
+    new batch size costs a step about twice a plain one, not a wide block. Timing feedback makes the γ
     schedule depend on the machine and the load; the text does not (greedy, and coupled sampling, emit
     the target's own choice at every position whatever γ is).
     """
 
-    def __init__(self, initial: int = 4, max_gamma: int = 12, decay: float = 0.9, probe_every: int = 8):
-        self.initial, self.max_gamma = check_gamma(initial, "initial"), check_gamma(max_gamma, "max_gamma")
+    def __init__(self, max_gamma: int = 12, decay: float = 0.9, probe_every: int = 8):
+        self.max_gamma = check_gamma(max_gamma, "max_gamma")
         if isinstance(decay, bool) or not isinstance(decay, int | float) or not 0 < decay < 1:
             raise InvalidArgumentError(f"decay must be in (0, 1), got {decay!r}")
         self.decay = decay
@@ -192,7 +194,7 @@ class AdaptiveGamma(GammaPolicy):
         self.asked, self.proposed = 1.0, 1.0  # prior: the drafter proposes what it is asked for
         self.call_time = CallCosts(decay)
         self._draft: dict[int, list[float]] = {}  # batch bucket -> decayed [Σ seconds, Σ positions]
-        self.gamma = initial
+        self.gamma = 0
 
     @property
     def alpha(self) -> float:
@@ -226,9 +228,9 @@ class AdaptiveGamma(GammaPolicy):
     def next_gamma(self, batch_size: int = 1) -> int:
         rows = max(1, batch_size)
         rates = {g: self.rate(g, rows) for g in range(self.max_gamma + 1)}
-        if rates[0] is None:
-            self.gamma = self.initial
-            return self.gamma
+        if rates[0] is None:  # nothing timed yet: a plain step, the cheapest call to learn from
+            self.gamma = 0
+            return 0
         self.gamma = max(rates, key=rates.get)
         if self.gamma:
             self._probe_wait, self._since_probe = self.probe_every, 0  # drafting pays again

@@ -1,0 +1,60 @@
+"""``specdec serve``: an OpenAI-compatible server over the step-wise decoding loop (continuous batching,
+per-request sampling, seeds and stop strings, speculative decoding with its statistics per request).
+
+Needs the ``serve`` extra (FastAPI, uvicorn, prometheus-client)."""
+
+from __future__ import annotations
+
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from specdec.decoders import PlainDecoding
+from specdec.decoders.method import DecodingMethod
+from specdec.drafters import Drafter
+from specdec.errors import InvalidArgumentError
+from specdec.pipeline import Pipeline
+
+
+def build_app(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    *,
+    drafter: Drafter | None = None,
+    method: DecodingMethod | None = None,
+    model_name: str = "specdec",
+    api_key: str | None = None,
+    max_batch: int = 32,
+    max_waiting: int = 256,
+    max_body_bytes: int = 1 << 20,
+):
+    """The FastAPI app serving ``model`` (with ``drafter`` and ``method``: SpS by default when there is a
+    drafter, plain decoding otherwise); run it with uvicorn. Its engine thread starts with the app."""
+    from specdec.decoders.methods import make_method
+    from specdec.server.app import create_app
+    from specdec.server.metrics import Metrics
+    from specdec.server.scheduler import Scheduler
+    from specdec.server.service import Service
+
+    if tokenizer is None:
+        raise InvalidArgumentError("the server needs the model's tokenizer")
+    for name, value in (
+        ("max_batch", max_batch),
+        ("max_waiting", max_waiting),
+        ("max_body_bytes", max_body_bytes),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
+    pipeline = Pipeline(model, tokenizer, drafter=drafter)
+    method = make_method(method, drafter is not None) if drafter is not None else (method or PlainDecoding())
+    if method.needs_drafter and drafter is None:
+        raise InvalidArgumentError(f"method {method.name!r} needs a drafter")
+    metrics = Metrics()
+    scheduler = Scheduler(
+        pipeline.engine,
+        drafter,
+        method,
+        max_batch=max_batch,
+        max_waiting=max_waiting,
+        on_step=metrics.on_step,
+    )
+    service = Service(pipeline, scheduler, metrics, model_name)
+    return create_app(service, api_key=api_key, max_body_bytes=max_body_bytes)

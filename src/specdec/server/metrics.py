@@ -92,10 +92,13 @@ class Metrics:
             "specdec_step_seconds", "One decoding step", buckets=LATENCY_BUCKETS, registry=registry
         )
 
-    def on_step(self, running: int, waiting: int, seconds: float) -> None:
+    def on_step(self, running: int, waiting: int, seconds: float | None) -> None:
+        """After each pass of the engine thread (``seconds``: its step's, None when it only dropped
+        cancelled requests)."""
         self.running.set(running)
         self.waiting.set(waiting)
-        self.step_seconds.observe(seconds)
+        if seconds is not None:
+            self.step_seconds.observe(seconds)
 
     def on_output(self, out: StepOutput, gap: float | None) -> None:
         """Count one step's output for one sequence; ``gap``: seconds since its previous tokens (None

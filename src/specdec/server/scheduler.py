@@ -61,11 +61,11 @@ class Scheduler:
         *,
         max_batch: int = 32,
         max_waiting: int = 256,
-        on_step: Callable[[int, int, float], None] | None = None,
+        on_step: Callable[[int, int, float | None], None] | None = None,
     ):
         self.engine, self.drafter, self.method = engine, drafter, method
         self.max_batch, self.max_waiting = max_batch, max_waiting
-        self.on_step = on_step  # (running, waiting, seconds) after every step: metrics
+        self.on_step = on_step  # (running, waiting, step seconds or None) after each pass: metrics
         self.waiting: deque[Job] = deque()
         self.running: dict[int, Job] = {}  # the loop's row -> job
         self.loop: DraftVerifyLoop | None = None
@@ -116,13 +116,16 @@ class Scheduler:
                     self._wake.wait()
                 if self._stopping and not (self.waiting or self.running):
                     return
+            seconds = None
             try:
                 self._drop_cancelled()
                 self._admit()
                 if self.running:
-                    self._step()
+                    seconds = self._step()
             except Exception as err:  # a failed step fails its requests, not the server
                 self._fail(err)
+            if self.on_step is not None:
+                self.on_step(*self.counts, seconds)
 
     def _drop_cancelled(self) -> None:
         with self._wake:
@@ -158,7 +161,8 @@ class Scheduler:
         self.loop = self.method.loop(self.engine, self.drafter, request)
         return 0
 
-    def _step(self) -> None:
+    def _step(self) -> float:
+        """One step of every running job; its seconds."""
         began = time.perf_counter()
         outputs = self.loop.step()
         for out in outputs:
@@ -168,8 +172,7 @@ class Scheduler:
             job.deliver(out)
         if not self.running:
             self.loop = None  # a fresh loop (and bookkeeping) for the next request
-        if self.on_step is not None:
-            self.on_step(*self.counts, time.perf_counter() - began)
+        return time.perf_counter() - began
 
     def _fail(self, err: Exception) -> None:
         """Fail every running job with ``err`` and start over with a fresh loop."""

@@ -10,10 +10,10 @@ import argparse
 import shutil
 import subprocess
 import sys
-import time
 
-import httpx
 from playwright.sync_api import sync_playwright
+
+from specdec.benchmarks.server_load import wait_until_healthy
 
 PROMPT = "Rewrite this sentence in the passive voice: The committee approved the new budget on Monday."
 
@@ -31,12 +31,7 @@ def main() -> None:
     server = subprocess.Popen([*command, "--drafter", args.drafter], stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{args.port}"
     try:
-        for _ in range(600):
-            try:
-                if httpx.get(url + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
+        wait_until_healthy(url, 300, server)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
             page = browser.new_page(viewport={"width": 1000, "height": 700})

@@ -2,15 +2,14 @@
 
 import socket
 import threading
-import time
 
 import pytest
 
 pytest.importorskip("fastapi", reason="the server tests need the 'serve' extra (pip install -e '.[serve]')")
 
-import httpx
 import uvicorn
 
+from specdec.benchmarks.server_load import wait_until_healthy
 from specdec.drafters import PromptLookupDrafter
 from specdec.server import build_app
 from tiny import make_llama, make_tokenizer
@@ -32,13 +31,7 @@ def url():
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(base + "/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.1)
+    wait_until_healthy(base, 30)
     yield base
     server.should_exit = True
     thread.join(30)

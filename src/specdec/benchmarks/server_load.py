@@ -182,17 +182,28 @@ def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen, str]:
         command += ["--drafter", args.drafter]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{args.port}"
-    deadline = time.monotonic() + 300
+    try:
+        wait_until_healthy(url, 300, server)
+    except InvalidArgumentError:
+        server.kill()
+        raise
+    return server, url
+
+
+def wait_until_healthy(url: str, seconds: float, process: subprocess.Popen | None = None) -> None:
+    """Wait for a server's ``/health`` to answer 200; a clear error if ``process`` (the server, when
+    started here) exits first or ``seconds`` pass."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise InvalidArgumentError(f"the server did not start: {server.stderr.read()[-2000:]}")
+        if process is not None and process.poll() is not None:
+            detail = process.stderr.read()[-2000:] if process.stderr else f"exit {process.returncode}"
+            raise InvalidArgumentError(f"the server did not start: {detail}")
         try:
             if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return server, url
+                return
         except httpx.HTTPError:
-            time.sleep(0.5)
-    server.kill()
-    raise InvalidArgumentError("the server did not answer /health within 300 s")
+            time.sleep(0.1)
+    raise InvalidArgumentError(f"the server did not answer /health within {seconds:g} s")
 
 
 def run_from_args(args: argparse.Namespace) -> dict:

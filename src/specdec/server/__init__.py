@@ -11,6 +11,7 @@ from specdec.decoders import PlainDecoding
 from specdec.decoders.method import DecodingMethod
 from specdec.drafters import Drafter
 from specdec.errors import InvalidArgumentError
+from specdec.inputs import check_count
 from specdec.pipeline import Pipeline
 
 
@@ -41,8 +42,7 @@ def build_app(
         ("max_waiting", max_waiting),
         ("max_body_bytes", max_body_bytes),
     ):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
+        check_count(name, value)
     pipeline = Pipeline(model, tokenizer, drafter=drafter)
     method = make_method(method, drafter is not None) if drafter is not None else (method or PlainDecoding())
     if method.needs_drafter and drafter is None:

@@ -1,10 +1,11 @@
 import json
+import shutil
 
 import pytest
 import torch
 
-from specdec.benchmarks.data import SPEC_BENCH_TASKS, load_spec_bench
-from specdec.benchmarks.report import bootstrap_interval
+from specdec.benchmarks.data import SPEC_BENCH_TASKS, load_spec_bench, prompt_seed
+from specdec.benchmarks.report import bootstrap_interval, drafter_digest
 from specdec.benchmarks.specbench import plan_methods, rotated, static_cache_length
 from specdec.cli.main import main
 from specdec.drafters import ModelDrafter, PromptLookupDrafter
@@ -39,6 +40,8 @@ def test_bench_runs_every_method_and_writes_reports(tmp_path, tiny_model_dir):
     assert main(args) == 0
     report = json.loads(out.read_text())
     assert (report["config"]["device"], report["config"]["dtype"]) == ("cpu", "float32")
+    assert report["config"]["drafter_digests"] == {"prompt-lookup": None, "first-1": None}  # no own weights
+    assert "drafter weights (sha256" in md.read_text()
     assert "(float32 on cpu)" in md.read_text()
     methods = [
         "hf-plain",
@@ -88,7 +91,8 @@ def test_sampled_bench_compares_verify_rules_against_seeded_plain_decoding(tmp_p
     assert summary["ours-sps[first-1]"]["identical_to_reference"] == 1.0  # coupled: same seed, same text
     assert "sampled: temperature 0.9" in md.read_text()
     single = {(r["method"], r["question_id"]): r["tokens"] for r in json.loads(out.read_text())["records"]}
-    assert main([*args, "--num-samples", "3"]) == 0
+    assert main([*args, "--num-samples", "3"]) == 2  # the first run's files are kept
+    assert main([*args, "--num-samples", "3", "--overwrite"]) == 0
     report = json.loads(out.read_text())
     assert report["summary"]["ours-sps[first-1]"]["identical_to_reference"] == 1.0
     for r in report["records"]:  # sample 0 is the single-sample run's text (keyed draws), then two more
@@ -98,6 +102,27 @@ def test_sampled_bench_compares_verify_rules_against_seeded_plain_decoding(tmp_p
             assert r["tokens"][: len(first)] == first
     assert "3 samples per prompt" in md.read_text()
     assert main([*args[: args.index("--temperature")], "--num-samples", "2"]) == 2  # greedy: one sample
+
+
+def test_string_question_ids_seed_sampled_runs(tmp_path, tiny_model_dir):
+    """Regression: a user's own question file with string ids (``"alpaca-0"``) once stopped the bench,
+    which used the raw id as the sampling seed. Seeds are a hash of the id: any id works, and the same
+    id gets the same seed (and so the same sampled text) in every run."""
+    questions = tmp_path / "q.jsonl"
+    rows = [{"question_id": f"alpaca-{i}", "category": "qa", "turns": [f"a question {i}"]} for i in range(2)]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = (
+        f"bench --model {tiny_model_dir} --drafters first-1 --heuristic-for none --temperature 0.9 "
+        f"--spec-bench {questions} --per-task 2 --max-new-tokens 6"
+    ).split()
+    texts = []
+    for run in ("a", "b"):
+        assert main([*args, "--out", str(tmp_path / f"{run}.json")]) == 0
+        records = json.loads((tmp_path / f"{run}.json").read_text())["records"]
+        texts.append({(r["method"], r["question_id"]): r["tokens"] for r in records})
+        assert (tmp_path / f"{run}.md").is_file()  # the table beside the JSON by default
+    assert texts[0] == texts[1] and len(texts[0]) == 4
+    assert prompt_seed("alpaca-0") != prompt_seed("alpaca-1") and 0 <= prompt_seed(7) < 2**64
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without a GPU")
@@ -199,3 +224,17 @@ def test_unknown_engine_is_a_clear_error(tmp_path, tiny_model_dir, capsys):
 def test_one_static_cache_length_holds_every_prompt():
     assert static_cache_length([10, 300, 129], 128) == 512
     assert static_cache_length([128], 128) == 256
+
+
+def test_drafter_digests_name_the_weights_under_any_prefix(tmp_path, tiny_model_dir):
+    """A results row names the exact weights it ran: the same folder under any spec prefix gives the same
+    digest, and changed weights give another."""
+    folder = tmp_path / "draft"
+    shutil.copytree(tiny_model_dir, folder)
+    digest = drafter_digest(str(folder))
+    assert len(digest) == 16
+    assert drafter_digest(f"int8:vocab-64:{folder}") == drafter_digest(f"lookup+{folder}") == digest
+    assert drafter_digest("smollm2-135m-draft") not in (None, digest)  # a packaged drafter, by name
+    weights = next(folder.glob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes() + b" ")
+    assert drafter_digest(str(folder)) != digest

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -41,6 +42,13 @@ def load_spec_bench(path: Path, per_task: int) -> list[dict]:
         step = max(1, len(rows) // per_task)
         chosen.extend(rows[::step][:per_task])
     return chosen
+
+
+def prompt_seed(question_id: object) -> int:
+    """A sampling seed for one prompt, from a hash of its id: question ids are ints in Spec-Bench and
+    strings in users' own files (``"alpaca-0"``), and a seed must be an int in [0, 2**64). The same
+    prompt gets the same seed in every run and subset, whatever its position."""
+    return int.from_bytes(hashlib.sha256(str(question_id).encode()).digest()[:8], "little")
 
 
 def cnndm_path(shared: Path | None = None) -> Path:

@@ -11,37 +11,20 @@ alike. Ratios, not absolute times, are the result, each with a bootstrap interva
 from __future__ import annotations
 
 import argparse
-import copy
+import datetime
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-from transformers import CompileConfig, StaticCache
-
-from specdec.benchmarks.data import load_spec_bench, spec_bench_path
+from specdec.benchmarks.data import load_spec_bench, prompt_seed, spec_bench_path
 from specdec.benchmarks.progress import progress_bar
-from specdec.benchmarks.report import machine_info, summarize, write_markdown
-from specdec.decoders import PlainDecoding, SpeculativeSampling
-from specdec.decoders.stats import sync_device
+from specdec.benchmarks.report import drafter_digest, machine_info, summarize, write_markdown
+from specdec.benchmarks.runner import BenchMethod, Runner, static_cache_length
 from specdec.drafters import ModelDrafter, PromptLookupDrafter, make_drafter
-from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
 from specdec.models import load_model, resolve_device, resolve_dtype
-from specdec.pipeline import Pipeline
 
 DEFAULT_DRAFTERS = "prompt-lookup,int8,first-2,smollm2-135m-draft"
-
-
-@dataclass(frozen=True)
-class BenchMethod:
-    name: str
-    kind: str  # "hf-plain", "hf-static-compile", "hf-assisted", "plain" or "sps"
-    drafter: str | None = None
-    gamma: str = "adaptive"
-    verify: str = "coupled"
-    engine: str = "eager"  # "fast": the target's verify blocks compiled
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,8 +82,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="weights' dtype; greedy equality with HF plain is checked per prompt (the identical column)",
     )
     parser.add_argument("--spec-bench", type=Path, default=None, help="path to Spec-Bench question.jsonl")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/specbench.json"))
-    parser.add_argument("--markdown", type=Path, default=Path("BENCHMARKS.md"))
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="raw results JSON (default: benchmarks/results/specbench_<UTC date and time>.json)",
+    )
+    parser.add_argument(
+        "--markdown", type=Path, default=None, help="the table (default: the JSON's path with .md)"
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace existing --out / --markdown files (by default it refuses: runs never overwrite)",
+    )
     parser.add_argument("--cache-dir", default=None)
     parser.add_argument(
         "--from-json",
@@ -170,132 +165,29 @@ def rotated(methods: list[BenchMethod], turn: int) -> list[BenchMethod]:
     return methods[k:] + methods[:k]
 
 
-class Runner:
-    """Holds the models and drafters once; runs one method on one prompt."""
-
-    def __init__(
-        self,
-        model,
-        tokenizer,
-        drafters: dict,
-        sampling: dict,
-        num_samples: int = 1,
-        static_cache_len: int = 0,
-        fast: bool = False,
-    ):
-        self.model, self.tokenizer, self.sampling = model, tokenizer, sampling
-        self.num_samples, self.drafters = num_samples, drafters
-        self.pipes = {"eager": Pipeline(model, tokenizer)}
-        # The fast target compiles its verify graph as it is built (its build time is reported);
-        # on CPU drafters step eagerly (lean) under both targets, so the rows share them; on CUDA the
-        # fast rows' model drafters replay CUDA graphs too (an eager step there is launch-bound).
-        self.fast_build_seconds: float | None = None
-        self.fast_drafters = drafters
-        if fast:
-            started = time.perf_counter()
-            self.pipes["fast"] = Pipeline(model, tokenizer, compile=True)
-            self.fast_build_seconds = time.perf_counter() - started
-            if model.device.type == "cuda":
-                self.fast_drafters = {name: graphed(d) for name, d in drafters.items()}
-        self.static_cache_len = static_cache_len
-        self._compiled = None
-
-    def run(self, method: BenchMethod, prompt_ids: list[int], max_new_tokens: int, seed: int = 0) -> dict:
-        if method.kind.startswith("hf"):
-            return self._run_hf(method, prompt_ids, max_new_tokens)
-        if method.kind == "plain":
-            pipe, decoding = self.pipes[method.engine], PlainDecoding()
-        else:
-            drafters = self.fast_drafters if method.engine == "fast" else self.drafters
-            pipe = self.pipes[method.engine].with_drafter(drafters[method.drafter])
-            gamma = int(method.gamma) if method.gamma.isdigit() else method.gamma
-            decoding = SpeculativeSampling(gamma, method.verify)
-        out = pipe.generate(
-            prompt_ids,
-            method=decoding,
-            max_new_tokens=max_new_tokens,
-            seed=seed,
-            num_samples=self.num_samples,
-            **self.sampling,
+def output_paths(args: argparse.Namespace) -> tuple[Path, Path]:
+    """Where this run writes: dated names by default, and never over another run's files unless asked
+    (re-summarising with ``--from-json`` rewrites that file's own table)."""
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d_%H%M")
+    out = args.from_json or args.out or Path(f"benchmarks/results/specbench_{stamp}.json")
+    markdown = args.markdown or out.with_suffix(".md")
+    taken = [] if args.overwrite else [p for p in (out, markdown) if p.exists() and p != args.from_json]
+    if taken and not (args.from_json and taken == [markdown]):
+        raise InvalidArgumentError(
+            f"{', '.join(map(str, taken))} already exist(s): a run does not overwrite another's results "
+            "(choose new --out / --markdown paths, or pass --overwrite)"
         )
-        tokens = [t for row in out.token_ids for t in row]  # every sample's tokens, in order
-        return {"tokens": tokens, "time": out.stats.total_time, "stats": out.stats.as_dict()}
-
-    def _run_hf(self, method: BenchMethod, prompt_ids: list[int], max_new_tokens: int) -> dict:
-        kwargs = dict(
-            max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=self.tokenizer.pad_token_id
-        )
-        model = self.model
-        if method.kind == "hf-static-compile":
-            model = self._compiled = self._compiled or compiled_decoding(self.model)
-            # One cache length for every prompt: its shape is what the compiled step specialises on.
-            kwargs["past_key_values"] = StaticCache(
-                config=self.model.config, max_cache_len=self.static_cache_len
-            )
-        if method.kind == "hf-assisted":
-            drafter = self.drafters[method.drafter]
-            if isinstance(drafter, PromptLookupDrafter):
-                kwargs["prompt_lookup_num_tokens"] = 10  # HF's documented setting
-            elif isinstance(drafter, ModelDrafter):
-                kwargs["assistant_model"] = drafter.model
-            else:
-                raise ValueError(f"no HF equivalent for drafter {method.drafter}")
-        ids = torch.tensor([prompt_ids], device=self.model.device)
-        start = time.perf_counter()
-        with torch.inference_mode():
-            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **kwargs)
-        sync_device(ids.device)
-        elapsed = time.perf_counter() - start
-        return {"tokens": out[0, len(prompt_ids) :].tolist(), "time": elapsed, "stats": None}
-
-
-def graphed(drafter):
-    """A model drafter's copy whose own engine replays CUDA graphs (others as they are)."""
-    if not isinstance(drafter, ModelDrafter):
-        return drafter
-    fast = copy.copy(drafter)
-    fast.engine = Engine(drafter.engine.model, pack_weights=False)
-    fast.engine.capture_graphs()
-    return fast
-
-
-def compiled_decoding(model):
-    """HF's compiled configuration: a view of ``model`` whose one-token (decoding) forwards run under
-    ``torch.compile`` with transformers' ``CompileConfig`` defaults, prefill eager, as ``generate``
-    does by itself on GPUs with a static cache (on CPU it only does so behind a private flag)."""
-    config = CompileConfig()
-    compiled = torch.compile(
-        model.forward,
-        fullgraph=config.fullgraph,
-        dynamic=config.dynamic,
-        backend=config.backend,
-        mode=config.mode,
-        options=config.options,
-    )
-    eager = model.forward
-
-    def forward(*args, **kwargs):
-        ids = kwargs.get("input_ids")
-        return (compiled if ids is not None and ids.shape[1] == 1 else eager)(*args, **kwargs)
-
-    view = copy.copy(model)  # shares every module and weight; only ``forward`` differs
-    view.forward = forward
-    return view
-
-
-def static_cache_length(prompt_lengths: list[int], max_new_tokens: int, multiple: int = 256) -> int:
-    """The one static cache length that holds every prompt and its answer, rounded up."""
-    longest = max(prompt_lengths) + max_new_tokens
-    return -(-longest // multiple) * multiple
+    return out, markdown
 
 
 def run_from_args(args: argparse.Namespace) -> dict:
+    out, markdown = output_paths(args)
     if args.from_json:
         report = json.loads(args.from_json.read_text())
         methods = [name for name in report["summary"] if not name.startswith("_")]
         report["summary"] = summarize(report["records"], methods)
         report["json_path"] = str(args.from_json)
-        return _write(report, args.from_json, args.markdown)
+        return _write(report, out, markdown)
     engines = tuple(e for e in args.engine.split(",") if e)
     if not engines or set(engines) - {"eager", "fast"}:
         raise InvalidArgumentError(f"--engine takes eager and/or fast, comma-separated; got {args.engine!r}")
@@ -345,7 +237,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
         for turn, (prompt, ids) in enumerate(zip(prompts, encoded, strict=True)):
             for method in rotated(methods, turn):
                 progress.update(task, description=f"prompt {turn + 1}/{len(prompts)} {method.name}")
-                result = runner.run(method, ids, args.max_new_tokens, seed=prompt["question_id"])
+                result = runner.run(method, ids, args.max_new_tokens, seed=prompt_seed(prompt["question_id"]))
                 records.append(
                     {"method": method.name, "engine": method.engine, **prompt, "prompt_tokens": len(ids)}
                     | result
@@ -359,13 +251,14 @@ def run_from_args(args: argparse.Namespace) -> dict:
             "device": str(device),
             "dtype": str(dtype).removeprefix("torch."),
             "drafters": list(drafters),
+            "drafter_digests": {spec: drafter_digest(spec) for spec in drafters},
             "engines": list(engines),
             "prompts": len(prompts),
             "num_samples": args.num_samples,
             "per_task": args.per_task,
             "max_new_tokens": args.max_new_tokens,
             "decoding": (
-                f"sampled: temperature {args.temperature}, top-p {args.top_p}, seed = question id"
+                f"sampled: temperature {args.temperature}, top-p {args.top_p}, seed = hash of the question id"
                 if sampled
                 else "greedy"
             ),
@@ -375,10 +268,10 @@ def run_from_args(args: argparse.Namespace) -> dict:
         "compile_seconds": compile_s,
         "summary": summarize(records, [m.name for m in methods]),
         "draft_evals": [json.loads(path.read_text()) | {"file": str(path)} for path in args.eval_report],
-        "json_path": str(args.out),
+        "json_path": str(out),
         "records": records,
     }
-    return _write(report, args.out, args.markdown)
+    return _write(report, out, markdown)
 
 
 def _write(report: dict, out: Path, markdown: Path) -> dict:

@@ -1,0 +1,17 @@
+#!/bin/bash
+# The current results page: every lossless method with the shipped drafters, one `specdec bench` run
+# (30 Spec-Bench prompts x 128 tokens, greedy, fp32 target, CPU), written to a dated raw JSON and to
+# benchmarks/RESULTS.md, the page the README's method table is taken from. Run it with the machine to
+# itself (nothing else on the CPU: a training job must be paused), from the repository root:
+#   benchmarks/results_page.sh
+# Needs ../shared (the Spec-Bench prompts). About 45 minutes on a 2-core CPU.
+set -euo pipefail
+export LD_PRELOAD=${LD_PRELOAD-/usr/lib/x86_64-linux-gnu/libjemalloc.so.2}
+export MALLOC_CONF=${MALLOC_CONF-dirty_decay_ms:-1,muzzy_decay_ms:-1}
+D=smollm2-135m-draft
+drafters=prompt-lookup,$D,int8:vocab-2048:$D,lookup+int8:vocab-2048:$D
+drafters+=,int8:vocab-2048:tandem:smollm2-135m-tandem,int8:vocab-2048:tandem+router:smollm2-135m-tandem
+drafters+=,bita:smollm2-135m-bita,bita[efficient]:smollm2-135m-bita
+specdec bench --per-task 5 --max-new-tokens 128 --heuristic-for "" --drafters "$drafters" \
+  --out "benchmarks/results/results_page_$(date -u +%Y-%m-%d_%H%M).json" \
+  --markdown benchmarks/RESULTS.md --overwrite "$@"

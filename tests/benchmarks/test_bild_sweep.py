@@ -35,7 +35,7 @@ def test_sweep_runs_the_grid_and_writes_table_and_plot(tmp_path, tiny_model_dir)
     articles, questions = write_articles(tmp_path / "c.jsonl"), write_questions(tmp_path / "q.jsonl", 1)
     out, md, png = tmp_path / "sweep.json", tmp_path / "BILD.md", tmp_path / "sweep.png"
     args = (
-        f"sweep bild --model {tiny_model_dir} --drafters first-1,prompt-lookup "
+        f"bench bild --model {tiny_model_dir} --drafters first-1,prompt-lookup "
         f"--early-exit {tiny_model_dir}:1 "
         f"--fallback 0,0.01 --rollback 0,inf --articles 2 --per-task 1 --max-new-tokens 6 "
         f"--cnndm {articles} --spec-bench {questions} --out {out} --markdown {md} --plot {png}"
@@ -72,7 +72,7 @@ def test_sweep_runs_the_grid_and_writes_table_and_plot(tmp_path, tiny_model_dir)
 
 def test_sweep_rejects_a_bad_grid(tmp_path, tiny_model_dir, capsys):
     articles = write_articles(tmp_path / "c.jsonl")
-    base = f"sweep bild --model {tiny_model_dir} --cnndm {articles} --per-task 0 --drafters first-1".split()
+    base = f"bench bild --model {tiny_model_dir} --cnndm {articles} --per-task 0 --drafters first-1".split()
     assert main([*base, "--fallback", "x"]) == 2
     assert "comma-separated" in capsys.readouterr().err
     assert main([*base, "--rollback", "-1"]) == 2
@@ -88,7 +88,7 @@ def test_sweep_runs_standalone_tandem_beside_its_lossless_sps(tmp_path, tiny_mod
     TandemModel(secondary, primary_signature(tiny_llama)).save_pretrained(tandem)
     articles, out = write_articles(tmp_path / "c.jsonl"), tmp_path / "sweep.json"
     args = (
-        f"sweep bild --model {tiny_model_dir} --drafters tandem:{tandem} --fallback 0.5 --rollback 2 "
+        f"bench bild --model {tiny_model_dir} --drafters tandem:{tandem} --fallback 0.5 --rollback 2 "
         f"--tandem-gamma 2,3 --articles 2 --per-task 0 --max-new-tokens 8 --cnndm {articles} "
         f"--out {out} --markdown {tmp_path / 'T.md'} --plot {tmp_path / 't.png'}"
     ).split()

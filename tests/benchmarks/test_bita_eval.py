@@ -32,7 +32,7 @@ def test_eval_bita_chooses_a_shape_that_bita_auto_uses(tmp_path, tiny_model_dir,
     torch.manual_seed(0)
     BiTAAdapter(model_signature(model), 4, 3, "deep").save_pretrained(tmp_path / "a")
     out, md = tmp_path / "eval.json", tmp_path / "BITA.md"
-    args = f"eval-bita --adapter deep={tmp_path / 'a'} --target {tiny_model_dir} --answers {answers}"
+    args = f"eval bita --adapter deep={tmp_path / 'a'} --target {tiny_model_dir} --answers {answers}"
     args += f" --heldout-fraction 0.5 --skip 4 --sequences 8 --groups 4 --out {out} --markdown {md}"
     assert main(args.split()) == 0
     report = json.loads(out.read_text())
@@ -58,4 +58,4 @@ def test_eval_bita_chooses_a_shape_that_bita_auto_uses(tmp_path, tiny_model_dir,
         main(f"generate hi --no-chat --model {tiny_model_dir} --drafter {spec} --max-new-tokens 4".split())
         == 2
     )
-    assert "eval-bita" in capsys.readouterr().err
+    assert "eval bita" in capsys.readouterr().err

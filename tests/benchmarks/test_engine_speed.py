@@ -10,7 +10,7 @@ from specdec.cli.main import main
 def test_bench_engine_writes_every_runner_beside_the_bound(tmp_path):
     out, md = tmp_path / "speed.json", tmp_path / "SPEED.md"
     args = (
-        f"bench-engine --shapes tiny --engines eager,compiled --prompt-tokens 8 --new-tokens 6 --repeats 1 "
+        f"bench engine --shapes tiny --engines eager,compiled --prompt-tokens 8 --new-tokens 6 --repeats 1 "
         f"--out {out} --markdown {md}"
     ).split()
     assert main(args) == 0
@@ -48,6 +48,6 @@ def test_weight_bytes_count_what_a_step_reads():
     ],
 )
 def test_bad_arguments_are_clear_errors(tmp_path, capsys, extra, message):
-    args = f"bench-engine --shapes tiny --out {tmp_path / 'o.json'} --markdown {tmp_path / 'o.md'} {extra}"
+    args = f"bench engine --shapes tiny --out {tmp_path / 'o.json'} --markdown {tmp_path / 'o.md'} {extra}"
     assert main(args.split()) == 2
     assert message in capsys.readouterr().err

@@ -33,7 +33,7 @@ def test_bench_runs_every_method_and_writes_reports(tmp_path, tiny_model_dir):
     questions = write_questions(tmp_path / "q.jsonl", per_category=1)
     out, md = tmp_path / "bench.json", tmp_path / "BENCH.md"
     args = (
-        f"bench --model {tiny_model_dir} --drafters prompt-lookup,first-1 --heuristic-for first-1 "
+        f"bench spec --model {tiny_model_dir} --drafters prompt-lookup,first-1 --heuristic-for first-1 "
         f"--spec-bench {questions} --per-task 1 --limit 3 --max-new-tokens 8 --out {out} --markdown {md}"
         " --device cpu --dtype float32"
     ).split()
@@ -68,7 +68,9 @@ def test_bench_runs_every_method_and_writes_reports(tmp_path, tiny_model_dir):
     firsts = [report["records"][i * len(methods)]["method"] for i in range(3)]
     assert len(set(firsts)) == 3
     md.unlink()
-    assert main(["bench", "--from-json", str(out), "--markdown", str(md)]) == 0  # re-rendered, nothing re-run
+    assert (
+        main(["bench", "spec", "--from-json", str(out), "--markdown", str(md)]) == 0
+    )  # re-rendered, nothing re-run
     assert md.read_text() == table
 
 
@@ -76,7 +78,7 @@ def test_sampled_bench_compares_verify_rules_against_seeded_plain_decoding(tmp_p
     questions = write_questions(tmp_path / "q.jsonl", per_category=1)
     out, md = tmp_path / "bench.json", tmp_path / "BENCH.md"
     args = (
-        f"bench --model {tiny_model_dir} --drafters first-1 --heuristic-for none --temperature 0.9 "
+        f"bench spec --model {tiny_model_dir} --drafters first-1 --heuristic-for none --temperature 0.9 "
         f"--verify coupled,rejection --spec-bench {questions} --per-task 1 --limit 3 --max-new-tokens 8 "
         f"--out {out} --markdown {md}"
     ).split()
@@ -112,7 +114,7 @@ def test_string_question_ids_seed_sampled_runs(tmp_path, tiny_model_dir):
     rows = [{"question_id": f"alpaca-{i}", "category": "qa", "turns": [f"a question {i}"]} for i in range(2)]
     questions.write_text("".join(json.dumps(r) + "\n" for r in rows))
     args = (
-        f"bench --model {tiny_model_dir} --drafters first-1 --heuristic-for none --temperature 0.9 "
+        f"bench spec --model {tiny_model_dir} --drafters first-1 --heuristic-for none --temperature 0.9 "
         f"--spec-bench {questions} --per-task 2 --max-new-tokens 6"
     ).split()
     texts = []
@@ -128,13 +130,16 @@ def test_string_question_ids_seed_sampled_runs(tmp_path, tiny_model_dir):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without a GPU")
 def test_a_device_this_machine_lacks_is_a_clear_error(tmp_path, tiny_model_dir, capsys):
     questions = write_questions(tmp_path / "q.jsonl", per_category=1)
-    args = f"bench --model {tiny_model_dir} --spec-bench {questions} --limit 1 --device cuda".split()
+    args = f"bench spec --model {tiny_model_dir} --spec-bench {questions} --limit 1 --device cuda".split()
     assert main(args) == 2
     assert "not available on this machine" in capsys.readouterr().err
 
 
 def test_missing_prompts_file_is_a_clear_error(tmp_path, tiny_model_dir, capsys):
-    assert main(["bench", "--model", str(tiny_model_dir), "--spec-bench", str(tmp_path / "none.jsonl")]) == 2
+    assert (
+        main(["bench", "spec", "--model", str(tiny_model_dir), "--spec-bench", str(tmp_path / "none.jsonl")])
+        == 2
+    )
     assert "Spec-Bench prompts not found" in capsys.readouterr().err
 
 
@@ -189,9 +194,9 @@ def test_compiled_baselines_and_engines_reproduce_hf_plain(tmp_path, tiny_model_
     questions = write_questions(tmp_path / "q.jsonl", per_category=1)
     out, md = tmp_path / "bench.json", tmp_path / "BENCH.md"
     args = (
-        f"bench --model {tiny_model_dir} --drafters prompt-lookup,first-1 --heuristic-for none --hf-compile "
-        f"--engine eager,fast --spec-bench {questions} --per-task 1 --limit 2 --max-new-tokens 8 "
-        f"--out {out} --markdown {md}"
+        f"bench spec --model {tiny_model_dir} --drafters prompt-lookup,first-1 --heuristic-for none "
+        f"--hf-compile --engine eager,fast --spec-bench {questions} --per-task 1 --limit 2 "
+        f"--max-new-tokens 8 --out {out} --markdown {md}"
     ).split()
     assert main(args) == 0
     report = json.loads(out.read_text())
@@ -216,7 +221,7 @@ def test_compiled_baselines_and_engines_reproduce_hf_plain(tmp_path, tiny_model_
 
 def test_unknown_engine_is_a_clear_error(tmp_path, tiny_model_dir, capsys):
     questions = write_questions(tmp_path / "q.jsonl", per_category=1)
-    args = f"bench --model {tiny_model_dir} --spec-bench {questions} --limit 1 --engine turbo".split()
+    args = f"bench spec --model {tiny_model_dir} --spec-bench {questions} --limit 1 --engine turbo".split()
     assert main(args) == 2
     assert "--engine takes eager and/or fast" in capsys.readouterr().err
 

@@ -1,5 +1,6 @@
 import pytest
 
+from specdec.benchmarks.report import drafter_digest
 from specdec.cli.main import main
 
 
@@ -27,7 +28,7 @@ def test_generate_on_a_local_model_folder(tiny_model_dir, capsys):
 
 def test_generate_with_bild(tiny_model_dir, capsys):
     args = ["generate", "the quick brown", "--model", str(tiny_model_dir), "--drafter", "first-1"]
-    code = main([*args, "--max-new-tokens", "6", "--bild", "--fallback", "0.01", "--rollback", "5"])
+    code = main([*args, "--max-new-tokens", "6", "--method", "bild", "--fallback", "0.01", "--rollback", "5"])
     assert code == 0
     assert "bild (first-1-layers)" in capsys.readouterr().out
 
@@ -35,7 +36,7 @@ def test_generate_with_bild(tiny_model_dir, capsys):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--bild", "--fallback", "2"], "fallback_threshold"),
+        (["--method", "bild", "--fallback", "2"], "fallback_threshold"),
         (["--temperature", "-1"], "temperature"),
         (["--max-new-tokens", "0"], "max_new_tokens"),
         (["--drafter", "first-x"], "first-N"),
@@ -85,3 +86,58 @@ def test_a_seeded_sampled_run_prints_the_same_text_every_time(tiny_model_dir, ca
         if verify == "coupled":
             assert "sampled output (seed 7) identical to plain decoding: True" in out
     assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--method", "plain", "--fallback", "0.5"], "--fallback is an option of --method bild, not of"),
+        (["--method", "sps", "--standalone"], "--standalone is an option of --method tandem"),
+        (["--method", "plain", "--gamma", "3"], "--gamma is an option of --method sps / tandem"),
+        (["--method", "bita", "--gamma", "3"], "not of bita"),
+        (["--method", "bild", "--verify", "rejection"], "--verify is an option of"),
+        (["--method", "plain", "--drafter", "first-1"], "--drafter is an option of"),
+        (["--bild", "--no-speculative"], "--bild and --no-speculative choose different methods"),
+        (["--method", "sps", "--bild"], "choose different methods"),
+        (["--method", "tandem", "--drafter", "first-1"], "needs a tandem:PATH drafter"),
+        (["--method", "bita", "--drafter", "prompt-lookup"], "needs a bita:PATH drafter"),
+    ],
+)
+def test_options_of_another_method_and_conflicting_choices_are_errors(tiny_model_dir, capsys, args, message):
+    """Nothing is silently ignored: an option that the chosen method does not take says whose it is."""
+    assert main(["generate", "hi", "--model", str(tiny_model_dir), "--no-chat", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_plain_method_and_the_deprecated_flag_run_the_same(tiny_model_dir, capsys):
+    base = ["generate", "the quick brown", "--model", str(tiny_model_dir), "--no-chat"]
+    base += ["--max-new-tokens", "5"]
+    assert main([*base, "--method", "plain"]) == 0
+    new = capsys.readouterr()
+    assert main([*base, "--no-speculative"]) == 0
+    old = capsys.readouterr()
+    assert "--no-speculative is now --method plain" in old.err and "now" not in new.err
+    text = next(line for line in new.out.splitlines() if line.strip())
+    assert text in old.out
+
+
+def test_old_command_names_still_work_and_say_the_new_one(tmp_path, capsys):
+    assert main(["bench-engine", "--shapes", "nope", "--out", str(tmp_path / "o.json")]) == 2
+    assert "`bench-engine` is now `bench engine`" in capsys.readouterr().err
+    assert main(["bench", "--spec-bench", str(tmp_path / "none.jsonl")]) == 2
+    assert "`bench` is now `bench spec`" in capsys.readouterr().err
+
+
+def test_help_shows_the_task_groups(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "commands, by task:" in out and "bench {spec, engine, serving, server, bild}" in out
+
+
+def test_drafters_lists_every_spec_and_the_packaged_drafters_with_digests(capsys):
+    assert main(["drafters"]) == 0
+    out = capsys.readouterr().out
+    assert "prompt-lookup" in out and "tandem+router:PATH" in out and "bita[SHAPE]:PATH" in out
+    assert "smollm2-135m-draft" in out and "tandem:smollm2-135m-tandem" in out
+    assert drafter_digest("smollm2-135m-draft") in out

@@ -37,7 +37,7 @@ def test_train_export_and_evaluate_a_draft(tmp_path, tiny_model_dir, corpus, pro
     assert len((out / "log.jsonl").read_text().splitlines()) == 4 + 6 - 2
     report_path = tmp_path / "eval.json"
     evaluate = (
-        f"eval-draft --target {tiny_model_dir} --draft {out / 'final'} --heldout {corpus} "
+        f"eval draft --target {tiny_model_dir} --draft {out / 'final'} --heldout {corpus} "
         f"--spec-bench {prompts} --max-new-tokens 8 --windows 4 --seq-len 16 --out {report_path}"
     ).split()
     assert main(evaluate) == 0
@@ -76,7 +76,9 @@ def test_train_early_exit_then_decode_with_it(tmp_path, tiny_model_dir, corpus, 
     assert main(train) == 0
     assert json.loads((out / "train_config.json").read_text())["early_exit_layer"] == 1
     model = out / "final"
-    generate = f"generate hi --no-chat --model {model} --drafter early-exit-1 --bild --max-new-tokens 5"
+    generate = (
+        f"generate hi --no-chat --model {model} --drafter early-exit-1 --method bild --max-new-tokens 5"
+    )
     assert main(generate.split()) == 0
     assert "bild (early-exit-1)" in capsys.readouterr().out
     assert main([*train[:-2], "--exit-layer", "9"]) == 2

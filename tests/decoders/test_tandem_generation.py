@@ -67,7 +67,7 @@ def test_the_cli_generates_standalone(tmp_path, tiny_model_dir, tiny_llama, caps
 
     make_tandem(tiny_llama).save_pretrained(tmp_path / "t")
     base = ["generate", "the quick fox", "--model", str(tiny_model_dir), "--max-new-tokens", "8"]
-    base += ["--drafter", f"tandem:{tmp_path / 't'}", "--tandem-standalone"]
+    base += ["--drafter", f"tandem:{tmp_path / 't'}", "--method", "tandem", "--standalone"]
     assert main([*base, "--gamma", "2", "--no-free-token"]) == 0
     assert "tandem" in capsys.readouterr().out
     assert main([*base, "--gamma", "adaptive"]) == 2

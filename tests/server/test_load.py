@@ -1,4 +1,4 @@
-"""A small version of the load test (benchmarks: ``specdec bench-server``): concurrent streaming requests
+"""A small version of the load test (benchmarks: ``specdec bench server``): concurrent streaming requests
 with mixed lengths and sampling settings all complete, and each equals the same request sent alone."""
 
 import asyncio

@@ -248,7 +248,8 @@ def test_the_cli_runs_the_whole_recipe(tmp_path, tiny_model_dir, answers, monkey
     assert main(["data", "primary", *target, "--answers", str(text_file), *primary_args]) == 0
     report_file, markdown = tmp_path / "eval.json", tmp_path / "TANDEM.md"
     eval_args = [
-        "eval-tandem",
+        "eval",
+        "tandem",
         *(
             "--model",
             f"tandem={tmp_path / 'tandem' / 'best'}",

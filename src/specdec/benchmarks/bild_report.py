@@ -1,4 +1,4 @@
-"""Summaries, the markdown table and the trade-off plot of ``specdec sweep bild``."""
+"""Summaries, the markdown table and the trade-off plot of ``specdec bench bild``."""
 
 from __future__ import annotations
 

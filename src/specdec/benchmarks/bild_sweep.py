@@ -1,4 +1,4 @@
-"""``specdec sweep bild``: BiLD's quality/latency trade-off against plain decoding and SpS, in one run.
+"""``specdec bench bild``: BiLD's quality/latency trade-off against plain decoding and SpS, in one run.
 
 Each *setup* is a large model with its small models: the default target with separate drafts, and
 optionally an early-exit-trained model with its own first layers (``--early-exit``). For every

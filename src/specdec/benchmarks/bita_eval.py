@@ -1,4 +1,4 @@
-"""``specdec eval-bita``: which tree pays on this machine, from held-out acceptance and measured cost.
+"""``specdec eval bita``: which tree pays on this machine, from held-out acceptance and measured cost.
 
 For each adapter (prompt designs of Table 3 side by side) and each tree shape (Table 4: straight,
 full top-K, efficient and narrower efficient trees), on held-out target answers:
@@ -10,7 +10,7 @@ full top-K, efficient and narrower efficient trees), on held-out target answers:
 - predicted speedup over plain decoding (accepted + 1) / (T(width)/T(1)), drafting being free.
 
 The shape with the best prediction is written beside the adapter (``tree_shape.json``), where
-``bita[auto]:PATH`` reads it; ``specdec bench`` then measures what it really gives.
+``bita[auto]:PATH`` reads it; ``specdec bench spec`` then measures what it really gives.
 """
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ def write_markdown(report: dict, path: Path) -> None:
         "answers (not trained on, not used for checkpoint selection), mask groups at random cuts. "
         "Accepted/step: tokens a greedy tree walk keeps from one mask group. T(w)/T(1): measured "
         "target block of w tokens over a one-token step, after 256 tokens. Predicted: "
-        "(accepted + 1) / (T(w)/T(1)), drafting free; `specdec bench` measures the real thing. "
+        "(accepted + 1) / (T(w)/T(1)), drafting free; `specdec bench spec` measures the real thing. "
         "**No-cache columns: the paper's evaluation setting, not ours** — every step a full forward "
         "over 256 tokens + the block, F(256 + w)/F(257) measured here; that speedup is tokens per "
         "forward, nearly, and is what the published 2.1-3.3x compare with.",

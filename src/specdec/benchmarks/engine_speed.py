@@ -1,4 +1,4 @@
-"""``specdec bench-engine``: plain decoding speed of random-weight models beside the bandwidth bound.
+"""``specdec bench engine``: plain decoding speed of random-weight models beside the bandwidth bound.
 
 A decode step's cost does not depend on what the weights say, so a random-weight model of a real
 model's shape measures the engine on any machine — a lent GPU included — without sending a model

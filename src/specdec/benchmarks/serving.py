@@ -17,6 +17,7 @@ import argparse
 import json
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,21 +108,13 @@ def quantile(values: list[float], q: float) -> float:
     return float(torch.quantile(torch.tensor(values, dtype=torch.float64), q))
 
 
-def run_from_args(args: argparse.Namespace) -> dict:
-    if Path(args.out).exists() or Path(args.markdown).exists():
-        raise InvalidArgumentError(
-            f"{args.out} or {args.markdown} exists: a run never overwrites another's results"
-        )
-    gamma = int(args.gamma) if args.gamma.isdigit() else args.gamma
-    loaded = load_model(args.model, cache_dir=args.cache_dir)
-    stop = StopCriteria(args.max_new_tokens, eos_token_ids(loaded.model, loaded.tokenizer))
-    pipe = Pipeline(loaded.model, loaded.tokenizer)  # its engine and its chat template
-    engine = pipe.engine
-    questions = load_spec_bench(args.spec_bench or spec_bench_path(), per_task=args.per_task)
+Config = tuple[str, str | None, Callable[[], object] | None]  # name, drafter spec, γ policy factory
 
-    encoded = [pipe.encode(q["prompt"], chat=True) for q in questions]
-    specs = [spec for spec in args.drafters.split(",") if spec]
-    configs = [("plain", None, None)] + [("sps", spec, lambda: gamma) for spec in specs]
+
+def plan_configs(args: argparse.Namespace, specs: list[str]) -> list[Config]:
+    """Plain, each drafter under ``--gamma``, each under every ``--cutoff``, and plain again (the noise)."""
+    gamma = int(args.gamma) if args.gamma.isdigit() else args.gamma
+    configs: list[Config] = [("plain", None, None)] + [("sps", spec, lambda: gamma) for spec in specs]
     for cutoff in args.cutoff:  # vLLM's rule beside the adaptive one: a fixed γ, off from a batch size
         fixed, _, off_from = cutoff.partition(":")
         if not (fixed.isdigit() and off_from.isdigit()):
@@ -129,25 +122,54 @@ def run_from_args(args: argparse.Namespace) -> dict:
         fixed, off_from = int(fixed), int(off_from)
         name = f"sps γ={fixed}, off from {off_from} rows"
         configs += [(name, spec, lambda g=fixed, b=off_from: FixedGamma(g, off_from=b)) for spec in specs]
-    configs.append(("plain (repeat)", None, None))  # the same as the first row: the run's noise
+    return [*configs, ("plain (repeat)", None, None)]
+
+
+def run_round(configs: list[Config], turn: int, engine: Engine, drafters: dict, prompts, concurrency, stop):
+    """Every configuration once, starting at a different one each round (so none always runs first or
+    last, when the machine may be in another state); each request's text checked against plain's."""
+    k = turn % len(configs)
+    served = {}
+    for name, spec, policy in configs[k:] + configs[:k]:
+        method = PlainDecoding() if spec is None else SpeculativeSampling(policy())
+        served[name, spec] = serve(method, engine, drafters.get(spec), prompts, concurrency, stop)
+    plain_lines = served["plain", None][0]
+    return [
+        {"method": name, "drafter": spec, "concurrency": concurrency, "round": turn}
+        | summary(*served[name, spec], None if name == "plain" else plain_lines)
+        for name, spec, _ in configs
+    ]
+
+
+def run_from_args(args: argparse.Namespace) -> dict:
+    if Path(args.out).exists() or Path(args.markdown).exists():
+        raise InvalidArgumentError(
+            f"{args.out} or {args.markdown} exists: a run never overwrites another's results"
+        )
+    if args.rounds < 1:
+        raise InvalidArgumentError(f"--rounds must be >= 1, got {args.rounds}")
+    loaded = load_model(args.model, cache_dir=args.cache_dir)
+    stop = StopCriteria(args.max_new_tokens, eos_token_ids(loaded.model, loaded.tokenizer))
+    pipe = Pipeline(loaded.model, loaded.tokenizer)  # its engine and its chat template
+    engine = pipe.engine
+    questions = load_spec_bench(args.spec_bench or spec_bench_path(), per_task=args.per_task)
+    encoded = [pipe.encode(q["prompt"], chat=True) for q in questions]
+    specs = [spec for spec in args.drafters.split(",") if spec]
+    configs = plan_configs(args, specs)
     drafters = {spec: make_drafter(spec, loaded.model, loaded.tokenizer) for spec in specs}
     for drafter in drafters.values():
         drafter.attach(engine)
-    report = {"machine": machine_info(), "model": loaded.source, "runs": []}
+    report = {"machine": machine_info(), "model": loaded.source, "rounds": args.rounds, "runs": []}
     report["drafters"] = {spec: drafter_digest(spec) for spec in drafters}
     serve(PlainDecoding(), engine, None, encoded[:2], 2, stop)  # warm-up
     for concurrency in args.concurrency:
         count = max(args.min_requests, args.requests_per_client * concurrency)
         prompts = [encoded[i % len(encoded)] for i in range(count)]
-        plain_lines = None
-        for name, spec, policy in configs:
-            method = PlainDecoding() if spec is None else SpeculativeSampling(policy())
-            lines, row = serve(method, engine, drafters.get(spec), prompts, concurrency, stop)
-            plain_lines = lines if name == "plain" else plain_lines
-            result = summary(lines, row, None if name == "plain" else plain_lines)
-            report["runs"].append({"method": name, "drafter": spec, "concurrency": concurrency, **result})
-            print(json.dumps(report["runs"][-1]), flush=True)
-        write(report, args)  # after every concurrency: a run stopped by its budget keeps what it measured
+        for turn in range(args.rounds):
+            for run in run_round(configs, turn, engine, drafters, prompts, concurrency, stop):
+                report["runs"].append(run)
+                print(json.dumps(run), flush=True)
+            write(report, args)  # after every round: a run stopped by its budget keeps what it measured
     return report
 
 
@@ -157,8 +179,34 @@ def write(report: dict, args: argparse.Namespace) -> None:
     Path(args.markdown).write_text(markdown(report))
 
 
+def aggregate(runs: list[dict]) -> list[dict]:
+    """One row per (concurrency, method, drafter): medians over the rounds, and the speedup over plain
+    of the same round as its median and range (plain's own repeat shows how wide noise alone makes it)."""
+    plain = {(r["concurrency"], r.get("round", 0)): r["tokens_per_s"] for r in runs if r["method"] == "plain"}
+    groups: dict[tuple, list[dict]] = {}
+    for r in runs:
+        groups.setdefault((r["concurrency"], r["method"], r["drafter"]), []).append(r)
+    rows = []
+    for (concurrency, method, drafter), group in groups.items():
+        ratios = [r["tokens_per_s"] / plain[concurrency, r.get("round", 0)] for r in group]
+        med = {k: statistics.median(r[k] for r in group) for k in MEDIANS}
+        same = [r["identical_to_plain"] for r in group if r["identical_to_plain"] is not None]
+        rows.append(
+            {"concurrency": concurrency, "method": method, "drafter": drafter, "rounds": len(group)}
+            | med
+            | {"requests": group[0]["requests"], "speedup_median": statistics.median(ratios)}
+            | {"speedup_min": min(ratios), "speedup_max": max(ratios)}
+            | {"identical": sum(same) if same else None, "compared": len(same) * group[0]["requests"]}
+        )
+    return rows
+
+
+MEDIANS = ("tokens_per_s", "latency_p50_s", "latency_p90_s", "ttft_p50_s", "ttft_p90_s", "alpha")
+MEDIANS += ("tokens_per_target_call",)
+
+
 def markdown(report: dict) -> str:
-    m = report["machine"]
+    m, rounds = report["machine"], report.get("rounds", 1)
     lines = [
         "# Continuous batching: requests arriving over time, plain vs speculative",
         "",
@@ -168,20 +216,21 @@ def markdown(report: dict) -> str:
         + ", ".join(f"`{k}` {v or '(no weights)'}" for k, v in report["drafters"].items())
         + ". A closed loop of c clients (each finished request replaced by the next before the next step), "
         "Spec-Bench first turns with the chat template, greedy; latency is admission to last token. "
-        "Speedups are against plain decoding at the same concurrency, in the same run; plain runs again "
-        "last at each concurrency (its ratio is the run's noise).",
+        f"Every configuration ran in each of {rounds} round(s), in an order rotated from round to round; "
+        "× plain is the tokens/s ratio to plain decoding at the same concurrency in the same round, as the "
+        "median [min, max] over rounds (other columns: medians). Plain runs twice per round: its repeat's "
+        "ratio is what noise alone gives.",
         "",
-        "| c | method | drafter | requests | tok/s | × plain | latency p50 / p90 (s) | TTFT p50 / p90 (s) "
-        "| α | tokens / call | identical |",
-        "|---:|---|---|---:|---:|---:|---|---|---:|---:|---|",
+        "| c | method | drafter | requests | tok/s | × plain [min, max] | latency p50 / p90 (s) "
+        "| TTFT p50 / p90 (s) | α | tokens / call | identical |",
+        "|---:|---|---|---:|---:|---|---|---|---:|---:|---|",
     ]
-    plain = {r["concurrency"]: r for r in report["runs"] if r["method"] == "plain"}
-    for r in report["runs"]:
-        base = plain[r["concurrency"]]["tokens_per_s"]
-        same = "–" if r["identical_to_plain"] is None else f"{r['identical_to_plain']}/{r['requests']}"
+    for r in aggregate(report["runs"]):
+        same = "–" if r["identical"] is None else f"{r['identical']}/{r['compared']}"
         lines.append(
             f"| {r['concurrency']} | {r['method']} | {r['drafter'] or '–'} | {r['requests']} | "
-            f"{r['tokens_per_s']:.1f} | {r['tokens_per_s'] / base:.2f}× | "
+            f"{r['tokens_per_s']:.1f} | {r['speedup_median']:.2f}× "
+            f"[{r['speedup_min']:.2f}, {r['speedup_max']:.2f}] | "
             f"{r['latency_p50_s']:.2f} / {r['latency_p90_s']:.2f} | "
             f"{r['ttft_p50_s']:.2f} / {r['ttft_p90_s']:.2f} | "
             f"{r['alpha']:.2f} | {r['tokens_per_target_call']:.2f} | {same} |"
@@ -203,6 +252,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="GAMMA:ROWS",
         help="also run each drafter with a fixed γ and no drafting from ROWS rows on (vLLM's cut-off)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="repeat every configuration this many times, order rotated"
     )
     parser.add_argument("--per-task", type=int, default=12, help="Spec-Bench prompts per task")
     parser.add_argument("--spec-bench", type=Path, default=None)

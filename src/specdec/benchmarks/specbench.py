@@ -1,4 +1,4 @@
-"""``specdec bench``: Spec-Bench speed of every method, side by side, in one run.
+"""``specdec bench spec``: Spec-Bench speed of every method, side by side, in one run.
 
 All methods see the same prompts (first turns, chat template applied) and the same
 max_new_tokens, greedy: HF ``generate`` (plain; with ``--hf-compile`` also with HF's static cache and
@@ -108,7 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         action="append",
         default=[],
-        help="specdec eval-draft JSON to tabulate too",
+        help="specdec eval draft JSON to tabulate too",
     )
 
 

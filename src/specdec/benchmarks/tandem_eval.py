@@ -1,4 +1,4 @@
-"""``specdec eval-tandem``: the paper's Table 1, accepted tokens per block and the budget curve, in one run.
+"""``specdec eval tandem``: the paper's Table 1, accepted tokens per block and the budget curve, in one run.
 
 Every model (the distilled draft, Tandem-CE, Tandem-Distil, ...) is measured on the same held-out
 sequences of one or more primary caches: held-out target answers (the drafting situation) and,
@@ -135,7 +135,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
         cache = PrimaryCache(path)
         caches[name] = cache, range(min(len(cache), args.sequences))
     if not caches:
-        raise InvalidArgumentError("eval-tandem needs a --cache or a --heldout-cache to score on")
+        raise InvalidArgumentError("eval tandem needs a --cache or a --heldout-cache to score on")
     runs = _named(args.run, "--run")
     tables: dict[str, dict[str, dict]] = {}
     for name, folder in models.items():

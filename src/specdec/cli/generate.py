@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import secrets
+import sys
 
 from rich.console import Console
 from rich.table import Table
@@ -11,6 +12,7 @@ from rich.text import Text
 
 from specdec.decoders import BiLD, DecodingMethod, PlainDecoding, SpeculativeSampling, TandemGeneration
 from specdec.drafters import make_drafter
+from specdec.drafters.factory import SPECS_HINT
 from specdec.errors import InvalidArgumentError
 from specdec.models import load_model
 from specdec.pipeline import GenerationResult, Pipeline
@@ -65,16 +67,160 @@ def _stats_table(results: dict[str, GenerationResult]) -> Table:
     return table
 
 
-def method_from_args(args: argparse.Namespace) -> DecodingMethod:
-    if args.no_speculative:
-        return PlainDecoding()
-    if args.bild:
-        return BiLD(args.fallback, args.rollback, args.max_small_tokens)
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default="smollm2-135m", help="target: built-in name, HF folder or .gguf")
+    parser.add_argument(
+        "--drafter",
+        default=None,
+        help=f"{SPECS_HINT}; default: the method's (sps and bild: prompt-lookup, tandem and bita: the "
+        "packaged SmolLM2 ones)",
+    )
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--cache-dir", default=None, help="where converted models are cached")
+
+
+def add_generate_arguments(parser: argparse.ArgumentParser, default_prompt: str | None = None) -> None:
+    add_model_arguments(parser)
+    parser.add_argument("prompt", nargs="?" if default_prompt else None, default=default_prompt)
+    parser.add_argument(
+        "--method",
+        choices=tuple(METHODS),
+        default=None,
+        help="plain decoding, speculative sampling (default), Big Little Decoder (not lossless), "
+        "Tandem + SPEED, BiTA",
+    )
+    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--top-k", type=int, default=0)
+    parser.add_argument("--top-p", type=float, default=1.0)
+    parser.add_argument(
+        "--gamma", default=None, help="draft length: an int, 'adaptive' (default) or 'heuristic'"
+    )
+    parser.add_argument(
+        "--verify",
+        choices=("coupled", "rejection"),
+        default=None,
+        help="sampled speculation: 'coupled' (default: same seed, same text as plain decoding) or "
+        "'rejection' (Chen et al.; its text depends on the γ schedule, so with the adaptive γ, which "
+        "follows timings, a seed does not reproduce it)",
+    )
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--stop", action="append", default=[], help="stop string (repeatable, non-empty)")
+    parser.add_argument("--no-chat", action="store_true", help="don't apply the chat template")
+    parser.add_argument(
+        "--compare", action="store_true", help="also time plain decoding and print the speedup"
+    )
+    bild = parser.add_argument_group("--method bild (faster, not lossless)")
+    bild.add_argument("--fallback", type=float, default=None, help="α_FB: hand over when max p < α_FB (0.5)")
+    bild.add_argument(
+        "--rollback", type=float, default=None, help="α_RB: replace a token when −log q > α_RB (3)"
+    )
+    bild.add_argument(
+        "--max-small-tokens", type=int, default=None, help="cap on consecutive small tokens (10)"
+    )
+    tandem = parser.add_argument_group("--method tandem")
+    tandem.add_argument(
+        "--standalone",
+        action="store_true",
+        help="not lossless: the secondary writes blocks of --gamma tokens; the target refreshes its states",
+    )
+    tandem.add_argument(
+        "--no-free-token", action="store_true", help="standalone: every token the secondary's"
+    )
+    old = parser.add_argument_group("deprecated (use --method)")
+    old.add_argument("--bild", action="store_true", help=argparse.SUPPRESS)
+    old.add_argument("--tandem-standalone", action="store_true", help=argparse.SUPPRESS)
+    old.add_argument("--no-speculative", action="store_true", help=argparse.SUPPRESS)
+
+
+def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
+    add_generate_arguments(parser, default_prompt=DEMO_PROMPT)
+
+
+# An editing request: the answer copies most of the prompt, the case prompt-lookup drafting is
+# for. Open questions copy little and gain little on a CPU (see benchmarks/RESULTS.md, by task).
+DEMO_PROMPT = (
+    "Correct the spelling mistakes in this paragraph and return the corrected paragraph only:\n\n"
+    "Speculative decoding lets a smal draft model guess several tokens ahead, and the large model "
+    "checks all of them in a singel forward pass. When the guesses are rigth, many tokens are "
+    "produced for the cost of one step of the large model, and the output stays exactly the same."
+)
+
+
+def run_demo(args: argparse.Namespace) -> None:
+    """``generate --compare`` on the demo prompt (or the one given)."""
+    args.compare = True
+    run_generate(args)
+
+
+#: ``--method``: the drafter each uses unless ``--drafter`` names one (the packaged ones are SmolLM2's).
+METHODS = {
+    "plain": None,
+    "sps": "prompt-lookup",
+    "bild": "prompt-lookup",
+    "tandem": "int8:vocab-2048:tandem:smollm2-135m-tandem",
+    "bita": "bita:smollm2-135m-bita",
+}
+#: Options that belong to one method or a few: given with another, they are an error, not ignored.
+OWNERS = {
+    "fallback": ("bild",),
+    "rollback": ("bild",),
+    "max_small_tokens": ("bild",),
+    "standalone": ("tandem",),
+    "no_free_token": ("tandem",),
+    "gamma": ("sps", "tandem"),
+    "verify": ("sps", "tandem", "bita"),
+    "drafter": ("sps", "bild", "tandem", "bita"),
+}
+DEPRECATED = {"bild": "bild", "tandem_standalone": "tandem", "no_speculative": "plain"}  # flag -> method
+
+
+def chosen_method(args: argparse.Namespace) -> str:
+    """``--method``, or what a deprecated flag (``--bild``, ``--tandem-standalone``, ``--no-speculative``)
+    meant; two that disagree are an error."""
+    named = {flag: method for flag, method in DEPRECATED.items() if getattr(args, flag)}
+    wanted = set(named.values()) | ({args.method} if args.method else set())
+    if len(wanted) > 1:
+        flags = [f"--{f.replace('_', '-')}" for f in named] + (
+            [f"--method {args.method}"] if args.method else []
+        )
+        raise InvalidArgumentError(f"{' and '.join(flags)} choose different methods: give one --method")
+    for flag, method in named.items():
+        print(f"specdec: --{flag.replace('_', '-')} is now --method {method}", file=sys.stderr)
     if args.tandem_standalone:
-        if not args.gamma.isdigit():
-            raise InvalidArgumentError(f"standalone Tandem needs an integer --gamma, got {args.gamma!r}")
-        return TandemGeneration(int(args.gamma), free_token=not args.no_free_token)
-    return SpeculativeSampling(int(args.gamma) if args.gamma.isdigit() else args.gamma, args.verify)
+        args.standalone = True
+    return wanted.pop() if wanted else "sps"
+
+
+def method_from_args(args: argparse.Namespace) -> DecodingMethod:
+    """The decoding method the options ask for, checked before anything is loaded; fills ``args.drafter``
+    with the method's default drafter where none was given."""
+    name = chosen_method(args)
+    for option, owners in OWNERS.items():
+        if getattr(args, option) not in (None, False) and name not in owners:
+            flag = "--" + option.replace("_", "-")
+            raise InvalidArgumentError(f"{flag} is an option of --method {' / '.join(owners)}, not of {name}")
+    args.drafter = args.drafter or METHODS[name]
+    gamma = args.gamma or "adaptive"
+    gamma = int(gamma) if gamma.isdigit() else gamma
+    if name == "plain":
+        return PlainDecoding()
+    if name == "bild":
+        return BiLD(
+            0.5 if args.fallback is None else args.fallback,
+            3.0 if args.rollback is None else args.rollback,
+            10 if args.max_small_tokens is None else args.max_small_tokens,
+        )
+    if name == "tandem" and not {"tandem", "tandem+router"} & set(args.drafter.split(":")[:-1]):
+        raise InvalidArgumentError(f"--method tandem needs a tandem:PATH drafter, got {args.drafter!r}")
+    if name == "bita" and not args.drafter.startswith("bita"):
+        raise InvalidArgumentError(f"--method bita needs a bita:PATH drafter, got {args.drafter!r}")
+    if args.standalone:
+        if not isinstance(gamma, int):
+            raise InvalidArgumentError(f"standalone Tandem needs an integer --gamma, got {gamma!r}")
+        return TandemGeneration(gamma, free_token=not args.no_free_token)
+    return SpeculativeSampling(gamma, args.verify or "coupled")
 
 
 def run_generate(args: argparse.Namespace) -> None:

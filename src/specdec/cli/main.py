@@ -1,245 +1,264 @@
-"""``specdec`` command line: generate (and the demo), bench, sweep, train and eval-draft."""
+"""``specdec`` command line, organised by task: use (generate, demo, serve, drafters), measure (bench …),
+train (data …, train …) and evaluate (eval …). The command words of earlier releases still work, with a
+line saying what they are called now."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from dataclasses import dataclass, field
 
 from specdec.errors import SpecDecError
 
-# An editing request: the answer copies most of the prompt, the case prompt-lookup drafting is
-# for. Open questions copy little and gain little on a CPU (see BENCHMARKS.md, by task).
-DEMO_PROMPT = (
-    "Correct the spelling mistakes in this paragraph and return the corrected paragraph only:\n\n"
-    "Speculative decoding lets a smal draft model guess several tokens ahead, and the large model "
-    "checks all of them in a singel forward pass. When the guesses are rigth, many tokens are "
-    "produced for the cost of one step of the large model, and the output stays exactly the same."
+TASKS = """commands, by task:
+  use        generate, demo, serve, drafters, export
+  measure    bench {spec, engine, serving, server, bild}
+  train      data {answers, text, primary, draft-vocab}
+             train {draft, early-exit, tandem, router, bita, export}
+  evaluate   eval {draft, tandem, bita}
+"""
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command: where its arguments and its runner live (imported only when it runs)."""
+
+    words: tuple[str, ...]  # ("generate",) or a group and its sub-command, ("bench", "spec")
+    help: str
+    module: str
+    add: str | None  # the function adding its arguments (None: it has none)
+    run: str
+    options: dict = field(default_factory=dict)  # keyword arguments of ``add``
+
+
+B, C, T = "specdec.benchmarks", "specdec.cli", "specdec.cli.train"
+COMMANDS = (
+    Command(
+        ("generate",),
+        "generate text, marking accepted draft tokens",
+        f"{C}.generate",
+        "add_generate_arguments",
+        "run_generate",
+    ),
+    Command(
+        ("demo",),
+        "answer a prompt with and without speculation, print the speedup",
+        f"{C}.generate",
+        "add_demo_arguments",
+        "run_demo",
+    ),
+    Command(
+        ("serve",),
+        "an OpenAI-compatible server with speculative decoding",
+        f"{C}.serve",
+        "add_serve_arguments",
+        "run_serve",
+    ),
+    Command(
+        ("drafters",),
+        "list the drafter specs and the packaged drafters",
+        f"{C}.drafters",
+        None,
+        "run_drafters",
+    ),
+    Command(
+        ("export",),
+        "write a draft as a folder vLLM (draft_model) and SGLang (STANDALONE) serve",
+        f"{C}.export",
+        "add_export_arguments",
+        "run_export",
+    ),
+    Command(
+        ("bench", "spec"),
+        "Spec-Bench speed of every method against HF generate",
+        f"{B}.specbench",
+        "add_arguments",
+        "run_from_args",
+    ),
+    Command(
+        ("bench", "engine"),
+        "plain decoding speed of random-weight models vs HF and the bandwidth bound",
+        f"{B}.engine_speed",
+        "add_arguments",
+        "run_from_args",
+    ),
+    Command(
+        ("bench", "serving"),
+        "continuous batching in-process: plain vs speculative by concurrency",
+        f"{B}.serving",
+        "add_arguments",
+        "run_from_args",
+    ),
+    Command(
+        ("bench", "server"),
+        "load test of specdec serve over HTTP",
+        f"{B}.server_load",
+        "add_arguments",
+        "run_from_args",
+    ),
+    Command(
+        ("bench", "bild"),
+        "BiLD (α_FB, α_RB) grid: quality vs latency against plain and SpS",
+        f"{B}.bild_sweep",
+        "add_arguments",
+        "run_from_args",
+    ),
+    Command(
+        ("data", "answers"),
+        "the target's own answers to prompts, cached",
+        f"{C}.data",
+        "add_answers_arguments",
+        "run_answers",
+    ),
+    Command(
+        ("data", "text"),
+        "held-out human text in the answers format",
+        f"{C}.data",
+        "add_text_arguments",
+        "run_text",
+    ),
+    Command(
+        ("data", "primary"),
+        "the primary's hidden states and top-k logits, cached",
+        f"{C}.data",
+        "add_primary_arguments",
+        "run_primary",
+    ),
+    Command(
+        ("data", "draft-vocab"),
+        "token frequencies of target answers, for vocab-N:DRAFT",
+        f"{C}.data",
+        "add_draft_vocab_arguments",
+        "run_draft_vocab",
+    ),
+    Command(
+        ("train", "draft"), "train a small draft model for a target", T, "add_train_arguments", "run_train"
+    ),
+    Command(
+        ("train", "early-exit"),
+        "fine-tune a model so its first layers draft for it (BiLD §4.4)",
+        T,
+        "add_train_arguments",
+        "run_train",
+        {"early_exit": True},
+    ),
+    Command(
+        ("train", "tandem"),
+        "train a Tandem secondary (or its distilled-draft baseline) on a primary cache",
+        T,
+        "add_tandem_arguments",
+        "run_train_tandem",
+    ),
+    Command(
+        ("train", "router"),
+        "train a Tandem secondary's adaptive block length router",
+        T,
+        "add_router_arguments",
+        "run_train_router",
+    ),
+    Command(
+        ("train", "bita"),
+        "tune BiTA prompt and mask tokens on the target's own answers",
+        f"{C}.train_bita",
+        "add_bita_arguments",
+        "run_train_bita",
+    ),
+    Command(
+        ("train", "export"),
+        "package a trained drafter to load it by name",
+        T,
+        "add_export_arguments",
+        "run_export",
+    ),
+    Command(
+        ("eval", "draft"), "agreement, α and SpS tokens/call of a draft", T, "add_eval_arguments", "run_eval"
+    ),
+    Command(
+        ("eval", "tandem"),
+        "Tandem's Table 1, accepted tokens per block and budget curve",
+        f"{B}.tandem_eval",
+        "add_arguments",
+        "run_from_args",
+    ),
+    Command(
+        ("eval", "bita"),
+        "BiTA: accepted tokens per tree shape, measured cost, the shape to use",
+        f"{B}.bita_eval",
+        "add_arguments",
+        "run_from_args",
+    ),
 )
+GROUPS = {
+    "bench": "measure speed",
+    "data": "training data",
+    "train": "train drafters",
+    "eval": "evaluate drafters",
+}
 
-
-def _add_model_args(parser: argparse.ArgumentParser) -> None:
-    from specdec.drafters import DRAFTER_SPECS
-
-    parser.add_argument("--model", default="smollm2-135m", help="target: built-in name, HF folder or .gguf")
-    parser.add_argument("--drafter", default="prompt-lookup", help=f"drafter: {DRAFTER_SPECS}")
-    parser.add_argument("--dtype", default="float32")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--cache-dir", default=None, help="where converted models are cached")
-
-
-def _add_generate_args(parser: argparse.ArgumentParser, default_prompt: str | None) -> None:
-    _add_model_args(parser)
-    parser.add_argument("prompt", nargs="?" if default_prompt else None, default=default_prompt)
-    parser.add_argument("--max-new-tokens", type=int, default=128)
-    parser.add_argument("--temperature", type=float, default=0.0)
-    parser.add_argument("--top-k", type=int, default=0)
-    parser.add_argument("--top-p", type=float, default=1.0)
-    parser.add_argument("--gamma", default="adaptive", help="draft length: an int, 'adaptive' or 'heuristic'")
-    parser.add_argument(
-        "--verify",
-        choices=("coupled", "rejection"),
-        default="coupled",
-        help="sampled SpS: 'coupled' (same seed, same text as plain decoding) or 'rejection' (Chen et al.)",
-    )
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--stop", action="append", default=[], help="stop string (repeatable, non-empty)")
-    parser.add_argument("--no-chat", action="store_true", help="don't apply the chat template")
-    parser.add_argument("--no-speculative", action="store_true", help="plain decoding only")
-    parser.add_argument(
-        "--compare", action="store_true", help="also time plain decoding and print the speedup"
-    )
-    bild = parser.add_argument_group("Big Little Decoder (faster, not lossless)")
-    bild.add_argument("--bild", action="store_true", help="decode with BiLD instead of lossless SpS")
-    bild.add_argument("--fallback", type=float, default=0.5, help="α_FB: hand over when max p < α_FB")
-    bild.add_argument("--rollback", type=float, default=3.0, help="α_RB: replace a token when −log q > α_RB")
-    bild.add_argument("--max-small-tokens", type=int, default=10, help="cap on consecutive small tokens")
-    tandem = parser.add_argument_group("standalone Tandem (faster, not lossless; --drafter tandem:PATH)")
-    tandem.add_argument(
-        "--tandem-standalone",
-        action="store_true",
-        help="the Tandem secondary writes blocks of --gamma tokens, the target only refreshes its states",
-    )
-    tandem.add_argument(
-        "--no-free-token", action="store_true", help="every token the secondary's (not the primary's last)"
-    )
+RENAMED = {  # command words of earlier releases -> today's
+    ("bench-engine",): ("bench", "engine"),
+    ("bench-serving",): ("bench", "serving"),
+    ("bench-server",): ("bench", "server"),
+    ("sweep", "bild"): ("bench", "bild"),
+    ("eval-draft",): ("eval", "draft"),
+    ("eval-tandem",): ("eval", "tandem"),
+    ("eval-bita",): ("eval", "bita"),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="specdec", description="Speculative decoding for HF causal LMs")
-    sub = parser.add_subparsers(dest="command", required=True)
-    gen = sub.add_parser("generate", help="generate text, marking accepted draft tokens")
-    _add_generate_args(gen, default_prompt=None)
-    demo = sub.add_parser("demo", help="answer a chat prompt with and without speculation, print the speedup")
-    _add_generate_args(demo, default_prompt=DEMO_PROMPT)
-    bench = sub.add_parser("bench", help="Spec-Bench speed benchmark against HF generate")
-    from specdec.benchmarks.specbench import add_arguments
-    from specdec.cli.train import (
-        add_eval_arguments,
-        add_export_arguments,
-        add_router_arguments,
-        add_tandem_arguments,
-        add_train_arguments,
+    parser = argparse.ArgumentParser(
+        prog="specdec",
+        description="Speculative decoding for Hugging Face causal LMs.",
+        epilog=TASKS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-
-    add_arguments(bench)
-    from specdec.benchmarks.engine_speed import add_arguments as add_engine_speed_arguments
-
-    add_engine_speed_arguments(
-        sub.add_parser(
-            "bench-engine", help="plain decoding speed of random-weight models vs HF and the bandwidth bound"
-        )
-    )
-    from specdec.benchmarks.serving import add_arguments as add_serving_arguments
-
-    add_serving_arguments(
-        sub.add_parser(
-            "bench-serving",
-            help="continuous batching: requests arriving over time, plain vs speculative, by concurrency",
-        )
-    )
-    from specdec.benchmarks.server_load import add_arguments as add_server_load_arguments
-
-    add_server_load_arguments(
-        sub.add_parser(
-            "bench-server", help="load test of specdec serve over HTTP: a burst, then plain vs speculative"
-        )
-    )
-    from specdec.cli.serve import add_serve_arguments
-
-    add_serve_arguments(sub.add_parser("serve", help="an OpenAI-compatible server with speculative decoding"))
-    train = sub.add_parser("train", help="train models the methods need").add_subparsers(
-        dest="what", required=True
-    )
-    add_train_arguments(train.add_parser("draft", help="train a small draft model for a target"))
-    add_train_arguments(
-        train.add_parser("early-exit", help="fine-tune a model so its first layers draft for it (BiLD §4.4)"),
-        early_exit=True,
-    )
-    add_export_arguments(train.add_parser("export", help="package a trained draft to load it by name"))
-    add_tandem_arguments(
-        train.add_parser(
-            "tandem", help="train a Tandem secondary (or its distilled-draft baseline) on a primary cache"
-        )
-    )
-    add_router_arguments(
-        train.add_parser("router", help="train a Tandem secondary's adaptive block length router")
-    )
-    from specdec.cli.train_bita import add_bita_arguments
-
-    add_bita_arguments(
-        train.add_parser("bita", help="tune BiTA prompt and mask tokens on the target's own answers")
-    )
-    sweep = sub.add_parser("sweep", help="quality/latency sweeps").add_subparsers(dest="what", required=True)
-    from specdec.benchmarks.bild_sweep import add_arguments as add_sweep_arguments
-
-    add_sweep_arguments(sweep.add_parser("bild", help="BiLD (α_FB, α_RB) grid vs plain and SpS"))
-    add_eval_arguments(sub.add_parser("eval-draft", help="agreement, α and SpS tokens/call of a draft"))
-    from specdec.benchmarks.tandem_eval import add_arguments as add_tandem_eval_arguments
-
-    add_tandem_eval_arguments(
-        sub.add_parser("eval-tandem", help="Tandem's Table 1, accepted tokens per block and budget curve")
-    )
-    from specdec.benchmarks.bita_eval import add_arguments as add_bita_eval_arguments
-
-    add_bita_eval_arguments(
-        sub.add_parser(
-            "eval-bita", help="BiTA: accepted tokens per tree shape, measured cost, the shape to use"
-        )
-    )
-    data = sub.add_parser("data", help="training data").add_subparsers(dest="what", required=True)
-    from specdec.cli.data import (
-        add_answers_arguments,
-        add_draft_vocab_arguments,
-        add_primary_arguments,
-        add_text_arguments,
-    )
-
-    add_answers_arguments(data.add_parser("answers", help="the target's own answers to prompts, cached"))
-    add_text_arguments(data.add_parser("text", help="held-out human text in the answers format"))
-    add_primary_arguments(
-        data.add_parser("primary", help="the primary's hidden states and top-k logits, cached")
-    )
-    add_draft_vocab_arguments(
-        data.add_parser("draft-vocab", help="token frequencies of target answers, for vocab-N:DRAFT")
-    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+    groups: dict = {}  # group name -> its sub-command parsers
+    for command in COMMANDS:  # in the table's order: the commands users run first, first
+        where = sub
+        if len(command.words) == 2:
+            group = command.words[0]
+            if group not in groups:
+                parent = sub.add_parser(group, help=GROUPS[group])
+                groups[group] = parent.add_subparsers(dest="what", required=True, metavar="what")
+            where = groups[group]
+        child = where.add_parser(command.words[-1], help=command.help, description=command.help)
+        if command.add is not None:
+            getattr(importlib.import_module(command.module), command.add)(child, **command.options)
     return parser
 
 
+def current_words(argv: list[str]) -> list[str]:
+    """``argv`` with an earlier release's command words replaced by today's (saying so on stderr)."""
+    for old, new in RENAMED.items():
+        if tuple(argv[: len(old)]) == old:
+            print(
+                f"specdec: `{' '.join(old)}` is now `{' '.join(new)}`; the old name will go", file=sys.stderr
+            )
+            return [*new, *argv[len(old) :]]
+    kinds = {c.words[1] for c in COMMANDS if c.words[0] == "bench"}
+    if argv[:1] == ["bench"] and not (set(argv[1:2]) & (kinds | {"-h", "--help"})):
+        print("specdec: `bench` is now `bench spec`; the old form will go", file=sys.stderr)
+        return ["bench", "spec", *argv[1:]]
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(current_words(list(sys.argv[1:] if argv is None else argv)))
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # the CLI shows its own status; transformers' bar per model is noise
+    words = (args.command, *([args.what] if args.command in GROUPS else []))
+    command = next(c for c in COMMANDS if c.words == words)
     try:
-        if args.command == "bench":
-            from specdec.benchmarks.specbench import run_from_args
+        if command.words[0] == "train" and command.words[1] != "export":
+            from specdec.cli.train import allocator_hint
 
-            run_from_args(args)
-        elif args.command == "bench-engine":
-            from specdec.benchmarks.engine_speed import run_from_args as run_engine_speed
-
-            run_engine_speed(args)
-        elif args.command == "bench-serving":
-            from specdec.benchmarks.serving import run_from_args as run_serving
-
-            run_serving(args)
-        elif args.command == "sweep":
-            from specdec.benchmarks.bild_sweep import run_from_args as run_sweep
-
-            run_sweep(args)
-        elif args.command == "eval-tandem":
-            from specdec.benchmarks.tandem_eval import run_from_args as run_tandem_eval
-
-            run_tandem_eval(args)
-        elif args.command == "eval-bita":
-            from specdec.benchmarks.bita_eval import run_from_args as run_bita_eval
-
-            run_bita_eval(args)
-        elif args.command == "bench-server":
-            from specdec.benchmarks.server_load import run_from_args as run_server_load
-
-            run_server_load(args)
-        elif args.command == "serve":
-            from specdec.cli.serve import run_serve
-
-            run_serve(args)
-        elif args.command == "data":
-            from specdec.cli.data import run_answers, run_draft_vocab, run_primary, run_text
-
-            runs = {
-                "answers": run_answers,
-                "text": run_text,
-                "primary": run_primary,
-                "draft-vocab": run_draft_vocab,
-            }
-            runs[args.what](args)
-        elif args.command in ("train", "eval-draft"):
-            from specdec.cli.train import allocator_hint, run_eval, run_export, run_train
-
-            if args.command == "train" and args.what != "export" and (hint := allocator_hint()):
+            if hint := allocator_hint():
                 print(hint, file=sys.stderr)
-            if args.command == "eval-draft":
-                run_eval(args)
-            elif args.what == "tandem":
-                from specdec.cli.train import run_train_tandem
-
-                run_train_tandem(args)
-            elif args.what == "router":
-                from specdec.cli.train import run_train_router
-
-                run_train_router(args)
-            elif args.what == "bita":
-                from specdec.cli.train_bita import run_train_bita
-
-                run_train_bita(args)
-            else:
-                run_export(args) if args.what == "export" else run_train(args)
-        else:
-            from specdec.cli.generate import run_generate
-
-            if args.command == "demo":
-                args.compare = True
-            run_generate(args)
+        getattr(importlib.import_module(command.module), command.run)(args)
     except SpecDecError as err:
         print(f"specdec: error: {err}", file=sys.stderr)
         return 2

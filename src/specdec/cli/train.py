@@ -1,4 +1,4 @@
-"""``specdec train draft``, ``specdec train early-exit`` and ``specdec eval-draft``."""
+"""``specdec train draft``, ``specdec train early-exit`` and ``specdec eval draft``."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--base", default="smollm2-135m", help="model whose tensors the draft shares")
     parser.add_argument("--name", required=True, help="name to load it by, e.g. smollm2-135m-draft")
-    parser.add_argument("--eval-report", type=Path, default=None, help="eval-draft JSON to record beside it")
+    parser.add_argument("--eval-report", type=Path, default=None, help="eval draft JSON to record beside it")
     parser.add_argument("--dest", type=Path, default=None, help="default: the package's drafts folder")
 
 
@@ -193,7 +193,7 @@ def run_eval(args: argparse.Namespace) -> dict:
     target = load_model(args.target, cache_dir=args.cache_dir)
     drafter = make_drafter(args.draft, target.model, target.tokenizer, cache_dir=args.cache_dir)
     if not isinstance(drafter, ModelDrafter):
-        raise InvalidArgumentError(f"eval-draft needs a draft model; {args.draft!r} has none")
+        raise InvalidArgumentError(f"eval draft needs a draft model; {args.draft!r} has none")
     drafter.validate(target.model, target.tokenizer)
     windows = None
     if args.heldout:

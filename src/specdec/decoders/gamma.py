@@ -23,6 +23,12 @@ def check_gamma(gamma: int, name: str = "gamma") -> int:
     return gamma
 
 
+def check_decay(value: float, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+        raise InvalidArgumentError(f"{name} must be in (0, 1), got {value!r}")
+    return value
+
+
 def expected_tokens(alpha: float, gamma: int) -> float:
     """Expected tokens per target call, E(γ) = (1 − α^(γ+1)) / (1 − α)."""
     if alpha >= 1.0:
@@ -178,11 +184,16 @@ class AdaptiveGamma(GammaPolicy):
     the target's own choice at every position whatever γ is).
     """
 
-    def __init__(self, max_gamma: int = 12, decay: float = 0.9, probe_every: int = 8):
+    def __init__(
+        self, max_gamma: int = 12, decay: float = 0.9, probe_every: int = 8, alpha_decay: float = 0.99
+    ):
         self.max_gamma = check_gamma(max_gamma, "max_gamma")
-        if isinstance(decay, bool) or not isinstance(decay, int | float) or not 0 < decay < 1:
-            raise InvalidArgumentError(f"decay must be in (0, 1), got {decay!r}")
-        self.decay = decay
+        self.decay = check_decay(decay, "decay")
+        # α remembers ~100 drafting steps, the costs ~10 steps: a drafter right 20 % of the time pays
+        # (barely) at one row, and an estimate from the last 10 steps is often low enough by chance to
+        # switch it off, and off it only learns from rare probes (what the first version of this policy
+        # did on the 2026-11-24 results page). Call costs drift with load and must follow it quickly.
+        self.alpha_decay = check_decay(alpha_decay, "alpha_decay")
         # While drafting does not pay, a plain step now and then (at a batch size where a drafter that
         # is always right would pay) drafts one token anyway: plain steps say nothing about the drafter,
         # and the text ahead may suit it better (a formula, a copy). The first probe comes after
@@ -253,9 +264,9 @@ class AdaptiveGamma(GammaPolicy):
         self.asked = d * self.asked + asked
         if not step.gamma:
             return  # asked, but no row proposed anything
-        self.accepted = d * self.accepted + sum(step.accepted) / per_row
+        self.accepted = self.alpha_decay * self.accepted + sum(step.accepted) / per_row
         rejections = sum(a < p for a, p in zip(step.accepted, step.proposed, strict=True))
-        self.rejected = d * self.rejected + rejections / per_row
+        self.rejected = self.alpha_decay * self.rejected + rejections / per_row
         sums = self._draft.setdefault(batch_bucket(rows), [0.0, 0.0])
         sums[0], sums[1] = d * sums[0] + step.draft_time, d * sums[1] + step.gamma
 

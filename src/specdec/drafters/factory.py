@@ -23,22 +23,27 @@ from specdec.models.packaged import packaged_bitas, packaged_drafts, packaged_ta
 from specdec.models.router import BlockRouter
 from specdec.models.tandem import TandemModel
 
-DRAFTER_SPECS = (
-    "int8 | bf16 | fp16 (reduced-precision copy of the target), "
-    "prompt-lookup (n-gram lookup in the context), lookup+MODEL (prompt lookup where the context has a "
-    "match of 2+ tokens, the draft model MODEL elsewhere), first-N (the target's first N layers, own cache), "
-    "early-exit-N (the target's first N layers on the target's cache, for early-exit-trained models), "
-    "tandem:PATH (a Tandem secondary trained by `specdec train tandem`, reading the target's states; "
-    "tandem+router:PATH adds the adaptive block length router in PATH/router), "
-    "bita:PATH or bita[SHAPE]:PATH (a BiTA adapter from `specdec train bita`, or a packaged name: "
-    "the target drafts for itself; SHAPE efficient, straight, full-K, widths like 5/4/3, or auto: the "
-    "shape `specdec eval-bita` measured fastest, the default where the adapter has one; else efficient), "
-    "or a model name / directory / .gguf file (an independent small model with the same tokenizer; "
-    "tree-K:MODEL drafts a top-K tree with it; vocab-N:MODEL computes its logits for the N tokens "
-    "the target writes most often only, from the draft folder's draft_vocab.json; bf16:MODEL or "
-    "fp16:MODEL loads it in that precision, int8:MODEL quantises its linears (dynamic int8): a cheaper "
-    "draft, the same exact verification)"
+#: Every drafter spelling, one line each (``specdec drafters`` prints them).
+DRAFTER_SPECS: tuple[tuple[str, str], ...] = (
+    ("prompt-lookup", "n-gram lookup in the context: free, pays where the answer copies the prompt"),
+    ("MODEL", "an independent small model with the target's tokenizer: a built-in name, HF folder or .gguf"),
+    ("lookup+MODEL", "prompt lookup where the context has a match of 2+ tokens, the draft model elsewhere"),
+    ("int8:MODEL", "the small model's linears quantised to int8 (dynamic): a cheaper draft, same output"),
+    ("bf16:MODEL, fp16:MODEL", "the small model loaded in that precision"),
+    ("vocab-N:MODEL", "its output head cut to the N tokens the target writes most (draft_vocab.json)"),
+    ("tree-K:MODEL", "the small model's chain plus its next K-1 likeliest tokens at each depth (a tree)"),
+    ("int8, bf16, fp16", "a reduced-precision copy of the target"),
+    ("first-N", "the target's first N layers and head, own cache: an untrained baseline"),
+    ("early-exit-N", "the target's first N layers on the target's cache (for `train early-exit` models)"),
+    ("tandem:PATH", "a Tandem secondary reading the target's hidden states (Tandem + SPEED)"),
+    ("tandem+router:PATH", "the same with its adaptive block length router (PATH/router)"),
+    (
+        "bita:PATH, bita[SHAPE]:PATH",
+        "a BiTA adapter: the target drafts for itself; SHAPE efficient, straight, "
+        "full-K, widths like 5/4/3 or auto (default: the shape `eval bita` measured fastest)",
+    ),
 )
+SPECS_HINT = "a drafter spec (`specdec drafters` lists them)"
 
 
 # A draft's precision only changes how often it is accepted, never what the target emits.
@@ -52,7 +57,7 @@ def make_drafter(
     **load_kwargs,
 ) -> Drafter:
     if not isinstance(spec, str) or not spec:
-        raise InvalidArgumentError(f"drafter must be a non-empty spec string ({DRAFTER_SPECS}), got {spec!r}")
+        raise InvalidArgumentError(f"drafter must be {SPECS_HINT}, got {spec!r}")
     if spec in PRECISIONS:
         return ReducedPrecisionDrafter(target, tokenizer, spec)
     if spec in ("prompt-lookup", "ngram"):
@@ -141,11 +146,11 @@ TREE_SHAPE_FILE = "tree_shape.json"
 
 
 def chosen_tree_shape(folder: Path) -> str:
-    """The tree shape ``specdec eval-bita`` measured fastest for this adapter (acceptance × cost)."""
+    """The tree shape ``specdec eval bita`` measured fastest for this adapter (acceptance × cost)."""
     chosen = folder / TREE_SHAPE_FILE
     if not chosen.is_file():
         raise InvalidArgumentError(
-            f"bita[auto] needs {chosen}: run `specdec eval-bita` for this adapter first"
+            f"bita[auto] needs {chosen}: run `specdec eval bita` for this adapter first"
         )
     return json.loads(chosen.read_text())["shape"]
 

@@ -10,39 +10,26 @@ and rollback, so decoders never touch the cache.
 from __future__ import annotations
 
 import inspect
-import time
 from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from functools import partial
 
 import torch
 from torch import nn
 from transformers import PreTrainedModel
 
+from specdec.engine.batch import HOST, BatchState
 from specdec.engine.cache import SlotCache
 from specdec.engine.graphs import StepGraphs, masks_to
 from specdec.engine.kernels import pack_linear_layers, packing_supported
 from specdec.engine.lean import lean_forward, lean_forward_matches
-from specdec.engine.memory import check_fits, kv_bytes_per_slot
 from specdec.engine.modeling import attention_masks, check_rollback_support, context_size, given_layer_inputs
-from specdec.engine.slots import SlotTable
-from specdec.engine.static_steps import GRAPH_CAPACITY_STEP, STATIC_WIDTHS, StaticSteps
-from specdec.errors import CacheMemoryError, InvalidArgumentError, PromptError
-
-# Where the slot bookkeeping (valid slots, positions) and the masks built from it live, whatever the
-# model's device: they are tiny, and on a GPU each of their ops would be a kernel launch and each read
-# of them (a length, a position check) a synchronisation. Inputs go to the model's device once, at the end.
-_HOST = torch.device("cpu")
+from specdec.engine.output import ExtendOutput
+from specdec.engine.static_steps import STATIC_WIDTHS, StaticSteps
+from specdec.errors import InvalidArgumentError, PromptError
 
 
-@dataclass
-class ExtendOutput:
-    logits: torch.Tensor  # [B, num_logits, V]
-    hidden_states: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> [B, T, d]
-
-
-class Engine(StaticSteps):
+class Engine(BatchState, StaticSteps):
     """Prefill, extend, roll back and (for trees) keep a path, over one batch of rows.
 
     Every method that touches the cache or the slot bookkeeping runs under inference mode, so the
@@ -109,169 +96,6 @@ class Engine(StaticSteps):
         if compile:
             self.capture_graphs(compile=True) if self.device.type == "cuda" else self.compile_steps()
 
-    # -- state ---------------------------------------------------------------------------------
-    @torch.inference_mode()
-    def reset(self, batch_size: int, capacity: int, reserved: int = 0) -> None:
-        """Start a new batch with ``capacity`` slots per row to begin with.
-
-        The cache grows when a block does not fit, so ``capacity`` is only a first guess; it is
-        capped at the context window, which no row can outgrow. ``reserved`` slots at the front hold
-        states no forward computes (:meth:`write_reserved`, e.g. BiTA's learned prefix): they hold
-        no token, take no position, and only the queries an :meth:`extend` names may see them.
-        """
-        if isinstance(reserved, bool) or not isinstance(reserved, int) or reserved < 0:
-            raise InvalidArgumentError(f"reserved slots must be an integer >= 0, got {reserved!r}")
-        capacity = self._capacity_for(capacity, reserved)
-        reuse = (
-            self.graphs is not None
-            and self.cache is not None
-            and self.cache.batch_size == batch_size
-            and self.cache.capacity >= capacity
-        )
-        if reuse:  # the buffers the graphs were captured with: they stay valid for this batch
-            capacity = self.cache.capacity
-        else:
-            self.check_fits(batch_size, capacity)
-            self.cache = SlotCache(self.config.num_hidden_layers, capacity)
-            self._drop_graphs()
-        self.slots = SlotTable(batch_size, self.cache.capacity, reserved)
-        self._reserved_states: list[tuple[torch.Tensor, torch.Tensor]] | None = None
-
-    @torch.inference_mode()
-    def write_reserved(self, keys_values: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> None:
-        """Put given keys/values ``[B or 1, kv_heads, reserved, head_dim]``, one pair per layer, in the
-        reserved slots."""
-        if not self.slots.reserved:
-            raise InvalidArgumentError("this batch has no reserved slots: start it with reserved > 0")
-        shapes = {tuple(t.shape[-2:-1]) for kv in keys_values for t in kv}
-        if len(keys_values) != self.config.num_hidden_layers or shapes != {(self.slots.reserved,)}:
-            raise InvalidArgumentError(
-                f"reserved states must be {self.config.num_hidden_layers} (key, value) pairs of "
-                f"{self.slots.reserved} slots each"
-            )
-        self._reserved_states = [
-            (k[:1], v[:1]) for k, v in keys_values
-        ]  # the same in every row: admit copies them
-        batch, dtype = self.batch_size, self.dtype
-        self.cache.write(
-            0,
-            [
-                (
-                    k.to(self.device, dtype).expand(batch, *k.shape[1:]),
-                    v.to(self.device, dtype).expand(batch, *v.shape[1:]),
-                )
-                for k, v in keys_values
-            ],
-        )
-
-    def _capacity_for(self, capacity: int, reserved: int = 0) -> int:
-        """The slots :meth:`reset` allocates for a wish of ``capacity`` (graphed engines round up)."""
-        capacity = self.first_capacity(capacity) + reserved
-        if self.graphs is not None:
-            capacity = -(-capacity // GRAPH_CAPACITY_STEP) * GRAPH_CAPACITY_STEP
-        return capacity
-
-    def first_capacity(self, capacity: int) -> int:
-        """The slots :meth:`reset` starts with for a wish of ``capacity``: capped at the context window."""
-        if self.max_positions is not None:
-            capacity = min(capacity, self.max_positions)
-        return max(1, capacity)
-
-    def check_fits(self, rows: int, capacity: int) -> None:
-        """Raise :class:`~specdec.errors.CacheMemoryError` before allocating more than the device holds."""
-        check_fits(rows, capacity, kv_bytes_per_slot(self.config, self.dtype), self.device)
-
-    def start(
-        self,
-        prompts: Sequence[Sequence[int]],
-        *,
-        extra_slots: int,
-        hidden_layers: Sequence[int] = (),
-        reserved: int = 0,
-    ) -> ExtendOutput | None:
-        """Reset for ``prompts`` and prefill all but each one's last token.
-
-        The last token is the row's *pending* token, which the first decoding step feeds (alone, or
-        ahead of a draft block), so every decoder and model drafter starts the same way. ``extra_slots``
-        is the expected growth beyond the longest prompt; ``reserved`` see :meth:`reset`. Returns the
-        prefill's output (logits at each row's last prefilled token; hidden states of every prefilled
-        token, left-padded), or None when every prompt is a single token.
-        """
-        self.reset(len(prompts), max(len(p) for p in prompts) + extra_slots, reserved)
-        return self._prefill_all_but_last(prompts, hidden_layers)
-
-    def _prefill_all_but_last(
-        self,
-        prompts: Sequence[Sequence[int]],
-        hidden_layers: Sequence[int],
-        layer_inputs: dict[int, torch.Tensor] | None = None,
-    ) -> ExtendOutput | None:
-        """Prefill each prompt but its pending last token (None: every prompt is that one token)."""
-        if not any(len(p) > 1 for p in prompts):
-            return None
-        return self.prefill([p[:-1] for p in prompts], hidden_layers=hidden_layers, layer_inputs=layer_inputs)
-
-    @torch.inference_mode()
-    def admit(
-        self,
-        prompts: Sequence[Sequence[int]],
-        *,
-        hidden_layers: Sequence[int] = (),
-        layer_inputs: dict[int, torch.Tensor] | None = None,
-    ) -> ExtendOutput | None:
-        """Add rows for ``prompts`` to the running batch, prefilled as :meth:`start` prefills (all but each
-        one's pending last token), without touching the other rows' tokens. Returns that prefill's output
-        for the new rows (None when every prompt is one token); they are the batch's last rows.
-
-        The newcomers' prefill runs as a batch of its own (the running rows compute nothing for it) in
-        a scratch cache, whose slots then join this one's at the same columns; the reserved slots get
-        the states :meth:`write_reserved` was given (the same in every row).
-        """
-        if self.cache is None:
-            raise InvalidArgumentError("admit adds rows to a running batch: start one first")
-        reserved = self.slots.reserved
-        if reserved and self._reserved_states is None:
-            raise InvalidArgumentError("write the reserved slots (write_reserved) before admitting rows")
-        running = self.cache, self.slots, self.graphs  # graphs replay the running cache's buffers only
-        self.graphs = None
-        longest = max(len(p) for p in prompts)
-        self.cache = SlotCache(self.config.num_hidden_layers, self.first_capacity(longest) + reserved)
-        self.slots = SlotTable(len(prompts), self.cache.capacity, reserved)
-        try:
-            if reserved:
-                self.write_reserved(self._reserved_states)
-            out = self._prefill_all_but_last(prompts, hidden_layers, layer_inputs)
-            scratch, table = self.cache, self.slots
-        finally:
-            self.cache, self.slots, self.graphs = running
-        if table.length > self.cache.capacity:
-            self._grow(table.length)
-        self.cache.add_rows(scratch, (self.batch_size, table.batch_size))
-        self.slots.admit(table.valid[:, : table.length], table.positions[:, : table.length])
-        self._drop_graphs()
-        return out
-
-    @torch.inference_mode()
-    def release(self, rows: Sequence[int] | torch.Tensor) -> None:
-        """Drop ``rows`` (finished or aborted requests); the others keep their tokens, in order."""
-        gone = set(torch.as_tensor(rows, dtype=torch.long).tolist())
-        self.select_rows(torch.tensor([r for r in range(self.batch_size) if r not in gone], dtype=torch.long))
-
-    @property
-    def batch_size(self) -> int:
-        return self.slots.batch_size
-
-    @property
-    def num_tokens(self) -> torch.Tensor:
-        """Tokens held per row, which is also the position id of the row's next token."""
-        return self.slots.num_tokens
-
-    def room(self) -> torch.Tensor | None:
-        """Positions each row can still fill before the context window is full (None: no window)."""
-        if self.max_positions is None:
-            return None
-        return self.max_positions - self.num_tokens
-
     # -- forward -------------------------------------------------------------------------------
     @torch.inference_mode()
     def extend(
@@ -312,42 +136,20 @@ class Engine(StaticSteps):
         batch, width = tokens.shape
         if batch != self.batch_size:
             raise InvalidArgumentError(f"block has {batch} rows but the engine holds {self.batch_size}")
-        if token_mask is None:
-            token_mask = torch.ones(batch, width, dtype=torch.bool)
-        token_mask = token_mask.to(_HOST)
-        block = torch.ones(width, width, dtype=torch.bool).tril()
-        if tree_mask is not None:
-            block = tree_mask.to(_HOST, torch.bool)
-        block = block.expand(batch, width, width) & token_mask[:, None, :]
+        token_mask, block = self._block_mask(batch, width, token_mask, tree_mask)
         if positions is None:
             positions = (self.num_tokens[:, None] + block.sum(-1) - 1).clamp(min=0)
-        positions = positions.to(_HOST)
+        positions = positions.to(HOST)
         if self.max_positions is not None and int(positions.max()) >= self.max_positions:
             raise PromptError(f"sequence exceeds the model's context of {self.max_positions} tokens")
         # The plain case (no other stack, given inputs or hidden states) skips transformers' wrappers.
         plain = model is None and not layer_inputs and embeds is None and not hidden_layers
-        allocated = self.cache.layers[0].is_initialized  # a first (eager) forward allocated the buffers
-        padded = self.graphs is not None and plain and allocated and width <= self.graphs.width
-        static = padded or (
-            self.compiled is not None
-            and model is None
-            and not layer_inputs
-            and embeds is None
-            and self._smallest_static <= width <= STATIC_WIDTHS
-            and allocated
-        )
+        padded, static = self._step_kind(width, plain, model is None and not layer_inputs and embeds is None)
         run_width = self.graphs.width if padded else width
         self._make_room(run_width)
         block |= torch.eye(width, dtype=torch.bool)  # padding rows attend to themselves
-        # Attention reads the reserved slots only when a query may see them, so a block that has none
-        # computes exactly what it would without them.
-        asks = sees_reserved is not None and bool(sees_reserved.any())
-        first = 0 if asks else self.slots.reserved
-        past = self.slots.visible(first, width)
-        if asks:
-            past = past.clone()
-            past[..., : self.slots.reserved] = sees_reserved.to(_HOST, torch.bool)[:, :, None]
-        start = self.slots.length
+        first, past = self._visible(width, sees_reserved)
+        start, write_slots = self.slots.length, None
         if static:
             mask, positions, key_pos, write_slots = self._static_layout(
                 past, block, positions, first, run_width
@@ -357,9 +159,6 @@ class Engine(StaticSteps):
         else:
             mask, key_pos, read_end = self._eager_layout(past, block, positions, first)
         self.cache.write_start, self.cache.read_start, self.cache.read_end = start, first, read_end
-        kwargs = {}
-        if self._takes_logits_to_keep and num_logits is not None and not static:
-            kwargs["logits_to_keep"] = num_logits  # a static step computes them all: one graph fewer
         masks = attention_masks(self.config, self.dtype, mask, positions, key_pos)
         if padded:  # the graphs copy the inputs into their own buffers on the device
             logits = self.graphs(tokens, positions, masks, write_slots)[:, :width]
@@ -367,43 +166,94 @@ class Engine(StaticSteps):
             logits = (logits if num_logits is None else logits[:, -num_logits:]).clone()
             self.slots.write(token_mask, positions)
             return ExtendOutput(logits=logits)
-        host_positions, tokens, positions = positions, tokens.to(self.device), positions.to(self.device)
-        masks = masks_to(masks, self.device)
-        runner = self.model if model is None else model
+        runner = self.compiled if static else self.model if model is None else model
         if static:
-            runner = self.compiled
             self.cache.slots = write_slots.to(self.device)
-        given = given_layer_inputs(runner, layer_inputs, layer_input_mask) if layer_inputs else nullcontext()
-        if embeds is None:
-            inputs = {"input_ids": tokens}
-        else:
-            own = self.model.get_input_embeddings()(tokens)
-            given_embeds = embeds.to(own.device, own.dtype)
-            if embeds_mask is not None:
-                given_embeds = torch.where(embeds_mask.to(own.device)[..., None], given_embeds, own)
-            inputs = {"inputs_embeds": given_embeds}
-        lean = self.lean and plain and not static
         try:
-            if lean:
-                logits = lean_forward(self.model, tokens, positions, masks, self.cache, num_logits)
-                hidden = {}
-            else:
-                with given:
-                    out = runner(
-                        **inputs,
-                        position_ids=positions,
-                        attention_mask=masks,
-                        past_key_values=self.cache,
-                        use_cache=True,
-                        output_hidden_states=bool(hidden_layers),
-                        **kwargs,
-                    )
-                logits = out.logits if num_logits is None else out.logits[:, -num_logits:]
-                hidden = {i: out.hidden_states[i] for i in hidden_layers}
+            inputs = self._inputs(tokens.to(self.device), embeds, embeds_mask)
+            given = (
+                given_layer_inputs(runner, layer_inputs, layer_input_mask) if layer_inputs else nullcontext()
+            )
+            with given:
+                output = self._forward(
+                    runner,
+                    inputs,
+                    positions.to(self.device),
+                    masks_to(masks, self.device),
+                    num_logits=num_logits,
+                    hidden_layers=hidden_layers,
+                    lean=self.lean and plain and not static,
+                    static=static,
+                )
         finally:
             self.cache.slots = None
-        self.slots.write(token_mask, host_positions)
-        return ExtendOutput(logits=logits, hidden_states=hidden)
+        self.slots.write(token_mask, positions)
+        return output
+
+    def _block_mask(self, batch: int, width: int, token_mask, tree_mask) -> tuple[torch.Tensor, torch.Tensor]:
+        """The block's token mask ``[B, T]`` and who-sees-whom inside it ``[B, T, T]`` (causal, or the
+        tree's), on the host."""
+        if token_mask is None:
+            token_mask = torch.ones(batch, width, dtype=torch.bool)
+        token_mask = token_mask.to(HOST)
+        block = torch.ones(width, width, dtype=torch.bool).tril()
+        if tree_mask is not None:
+            block = tree_mask.to(HOST, torch.bool)
+        return token_mask, block.expand(batch, width, width) & token_mask[:, None, :]
+
+    def _step_kind(self, width: int, plain: bool, own_stack: bool) -> tuple[bool, bool]:
+        """(padded, static): whether the block replays a padded graph step, and whether it runs as a
+        static-shape step at all (graphed, or compiled for verify widths); only once a first eager
+        forward has allocated the cache's buffers."""
+        allocated = self.cache.layers[0].is_initialized
+        padded = self.graphs is not None and plain and allocated and width <= self.graphs.width
+        compiled = self.compiled is not None and own_stack and allocated
+        return padded, padded or (compiled and self._smallest_static <= width <= STATIC_WIDTHS)
+
+    def _visible(self, width: int, sees_reserved: torch.Tensor | None) -> tuple[int, torch.Tensor]:
+        """The first slot attention reads and which earlier slots each query sees ``[B, T, L]``. The
+        reserved slots are read only when a query may see them, so a block that has none computes exactly
+        what it would without them."""
+        asks = sees_reserved is not None and bool(sees_reserved.any())
+        first = 0 if asks else self.slots.reserved
+        past = self.slots.visible(first, width)
+        if asks:
+            past = past.clone()
+            past[..., : self.slots.reserved] = sees_reserved.to(HOST, torch.bool)[:, :, None]
+        return first, past
+
+    def _inputs(self, tokens: torch.Tensor, embeds, embeds_mask) -> dict[str, torch.Tensor]:
+        """The model's inputs: token ids, or embeddings with given ones where ``embeds_mask`` says."""
+        if embeds is None:
+            return {"input_ids": tokens}
+        own = self.model.get_input_embeddings()(tokens)
+        given = embeds.to(own.device, own.dtype)
+        if embeds_mask is not None:
+            given = torch.where(embeds_mask.to(own.device)[..., None], given, own)
+        return {"inputs_embeds": given}
+
+    def _forward(
+        self, runner, inputs, positions, masks, *, num_logits, hidden_layers, lean, static
+    ) -> ExtendOutput:
+        """One forward of ``runner`` over the cache: the lean path where it applies, else the model's own
+        (a static step computes every position's logits: one graph fewer)."""
+        if lean:
+            logits = lean_forward(self.model, inputs["input_ids"], positions, masks, self.cache, num_logits)
+            return ExtendOutput(logits=logits)
+        kwargs = {}
+        if self._takes_logits_to_keep and num_logits is not None and not static:
+            kwargs["logits_to_keep"] = num_logits
+        out = runner(
+            **inputs,
+            position_ids=positions,
+            attention_mask=masks,
+            past_key_values=self.cache,
+            use_cache=True,
+            output_hidden_states=bool(hidden_layers),
+            **kwargs,
+        )
+        logits = out.logits if num_logits is None else out.logits[:, -num_logits:]
+        return ExtendOutput(logits=logits, hidden_states={i: out.hidden_states[i] for i in hidden_layers})
 
     def _eager_layout(self, past, block, positions, first: int) -> tuple:
         """The mask ``[B, 1, T, K]`` and key positions of an eager block over slots ``first`` up to a
@@ -444,67 +294,3 @@ class Engine(StaticSteps):
             hidden_layers=hidden_layers,
             layer_inputs=layer_inputs,
         )
-
-    def _make_room(self, width: int) -> None:
-        """Fit a block of ``width`` slots: squeeze out rolled-back holes, then grow (doubling) if that
-        freed too little. Rows never hold more tokens than the context window, so growth is bounded
-        by it plus one block."""
-        if self.slots.fits(width):
-            return
-        began = time.perf_counter()
-        try:
-            self._compact_or_grow(width)
-        finally:
-            self.upkeep_seconds += time.perf_counter() - began
-
-    def _compact_or_grow(self, width: int) -> None:
-        capacity = self.cache.capacity
-        if self.slots.has_holes():
-            self.compact()
-        needed = self.slots.length + width
-        if needed <= capacity and capacity - needed >= capacity // 4:
-            return  # compaction freed enough; growing now would waste memory
-        target = max(needed, 2 * capacity)
-        if self.max_positions is not None:
-            target = max(needed, min(target, self.max_positions + self.slots.reserved + width))
-        if target > capacity:
-            self._grow(target)
-
-    def _grow(self, capacity: int) -> None:
-        old = self.cache.capacity
-        try:
-            self.cache.grow(capacity)
-        except RuntimeError as err:  # torch's allocator failing ("can't allocate memory", CUDA OOM)
-            wanted = self.cache.nbytes() // max(1, old) * capacity
-            raise CacheMemoryError(
-                f"the KV cache could not grow to {capacity} slots for {self.batch_size} row(s) "
-                f"(~{wanted / 2**30:.1f} GiB): lower max_new_tokens, the batch size or the prompt length"
-            ) from err
-        self._drop_graphs()
-        self.slots.grow(capacity)
-
-    # -- rollback ------------------------------------------------------------------------------
-    @torch.inference_mode()
-    def rollback(self, num_tokens: int | torch.Tensor) -> None:
-        """Forget the last ``num_tokens`` tokens of each row (an int, or a ``[B]`` tensor)."""
-        self.slots.rollback(torch.as_tensor(num_tokens).to(_HOST))
-
-    @torch.inference_mode()
-    def keep(self, keep_mask: torch.Tensor) -> None:
-        """Keep only the marked tokens of the last block (e.g. the accepted path of a tree)."""
-        self.slots.keep(keep_mask.to(_HOST))
-
-    @torch.inference_mode()
-    def compact(self) -> None:
-        """Move each row's tokens to the front of its slots (after the reserved ones), squeezing out
-        rolled-back holes."""
-        self.cache.gather_slots(self.slots.compact())
-        self._drop_graphs()
-
-    @torch.inference_mode()
-    def select_rows(self, rows: torch.Tensor) -> None:
-        """Keep only ``rows`` of the batch (finished rows leave so they cost nothing)."""
-        rows = rows.to(_HOST)
-        self.cache.select_rows(rows)  # (each layer moves the index to its buffers' device)
-        self._drop_graphs()
-        self.slots.select_rows(rows)

@@ -135,6 +135,24 @@ def _gguf_folder(path: Path, cache_dir: Path) -> Path:
     return _gguf_to_cache(path, cache_dir / f"gguf-{path.stem}-{key}", fingerprint)
 
 
+def local_hf_folder(target: str | os.PathLike, cache_dir: Path) -> Path:
+    """The local HF folder behind a model: the one given, or the one specdec converts a built-in name or a
+    .gguf file into (converting it if needed). Other engines (vLLM, SGLang) are given this folder, so a hub
+    id, which has none here, is an error."""
+    name = os.fspath(target)
+    path = Path(name).expanduser()
+    if name in BUILTIN_MODELS:
+        return _builtin_folder(BUILTIN_MODELS[name], cache_dir)
+    if path.is_dir() and (path / "config.json").is_file():
+        return path.resolve()
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        return _gguf_folder(path, cache_dir)
+    raise InvalidArgumentError(
+        f"model {name!r} must be a built-in name ({', '.join(BUILTIN_MODELS)}), a local HF folder with "
+        "config.json or a .gguf file: its tokenizer files are copied and its folder is what you serve"
+    )
+
+
 def _hub_reachable(timeout: float = 3.0) -> bool:
     """One TCP connect instead of huggingface_hub's retry loop, which takes ~25 s to give up offline."""
     if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):

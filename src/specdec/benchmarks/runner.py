@@ -65,8 +65,7 @@ class Runner:
         else:
             drafters = self.fast_drafters if method.engine == "fast" else self.drafters
             pipe = self.pipes[method.engine].with_drafter(drafters[method.drafter])
-            gamma = int(method.gamma) if method.gamma.isdigit() else method.gamma
-            decoding = SpeculativeSampling(gamma, method.verify)
+            decoding = SpeculativeSampling(method.gamma, method.verify)
         out = pipe.generate(
             prompt_ids,
             method=decoding,

@@ -113,8 +113,7 @@ Config = tuple[str, str | None, Callable[[], object] | None]  # name, drafter sp
 
 def plan_configs(args: argparse.Namespace, specs: list[str]) -> list[Config]:
     """Plain, each drafter under ``--gamma``, each under every ``--cutoff``, and plain again (the noise)."""
-    gamma = int(args.gamma) if args.gamma.isdigit() else args.gamma
-    configs: list[Config] = [("plain", None, None)] + [("sps", spec, lambda: gamma) for spec in specs]
+    configs: list[Config] = [("plain", None, None)] + [("sps", spec, lambda: args.gamma) for spec in specs]
     for cutoff in args.cutoff:  # vLLM's rule beside the adaptive one: a fixed γ, off from a batch size
         fixed, _, off_from = cutoff.partition(":")
         if not (fixed.isdigit() and off_from.isdigit()):

@@ -55,10 +55,9 @@ def run_serve(args: argparse.Namespace) -> None:
 
     loaded = load_model(args.model, cache_dir=args.cache_dir)
     drafter = make_drafter(args.drafter, loaded.model, loaded.tokenizer) if args.drafter else None
-    gamma = int(args.gamma) if args.gamma.isdigit() else args.gamma
     method = None
     if drafter is not None:
-        method = BiLD(*args.bild) if args.bild else SpeculativeSampling(gamma)
+        method = BiLD(*args.bild) if args.bild else SpeculativeSampling(args.gamma)
     app = build_app(
         loaded.model,
         loaded.tokenizer,

@@ -205,6 +205,7 @@ class AdaptiveGamma(GammaPolicy):
         self.asked, self.proposed = 1.0, 1.0  # prior: the drafter proposes what it is asked for
         self.call_time = CallCosts(decay)
         self._draft: dict[int, list[float]] = {}  # batch bucket -> decayed [Σ seconds, Σ positions]
+        self._drafted: dict[int, list[float]] = {}  # batch bucket -> decayed [Σ steps asked, Σ drafted]
         self.gamma = 0
 
     @property
@@ -215,6 +216,15 @@ class AdaptiveGamma(GammaPolicy):
     def proposal_rate(self) -> float:
         """ρ: the share of asked-for draft tokens the drafter proposed."""
         return self.proposed / self.asked
+
+    def drafting_share(self, rows: int) -> float:
+        """The share of steps asked to draft at ``rows`` rows (nearest batch bucket) in which some row did
+        propose: the ones that pay for a wide verify call (1 before any evidence)."""
+        if not self._drafted:
+            return 1.0
+        bucket = batch_bucket(rows)
+        weight, hits = self._drafted[min(self._drafted, key=lambda b: (abs(b - bucket), b))]
+        return hits / max(weight, 1e-9)
 
     def draft_time(self, rows: int) -> float:
         """Seconds per drafted position at ``rows`` rows (the nearest batch bucket measured; 0 before any)."""
@@ -230,9 +240,12 @@ class AdaptiveGamma(GammaPolicy):
         """Estimated tokens per second of a step of ``gamma`` at ``rows`` rows (None before any timing)."""
         alpha = self.alpha if alpha is None else alpha
         rho = self.proposal_rate if rho is None else rho
-        verify = self.call_time(rows * (gamma + 1))
+        verify, plain = self.call_time(rows * (gamma + 1)), self.call_time(rows)
         if verify is None:
             return None
+        # A step where no row proposes anything (a prompt lookup without a match) is a plain call.
+        drafted = self.drafting_share(rows) if gamma else 0.0
+        verify = drafted * verify + (1.0 - drafted) * plain
         per_row = 1.0 + rho * (expected_tokens(alpha, gamma) - 1.0)
         return rows * per_row / max(verify + gamma * self.draft_time(rows), 1e-9)
 
@@ -262,6 +275,8 @@ class AdaptiveGamma(GammaPolicy):
         per_row = max(1, len(step.proposed))
         self.proposed = d * self.proposed + sum(step.proposed) / per_row
         self.asked = d * self.asked + asked
+        share = self._drafted.setdefault(batch_bucket(rows), [0.0, 0.0])
+        share[0], share[1] = d * share[0] + 1.0, d * share[1] + (step.gamma > 0)
         if not step.gamma:
             return  # asked, but no row proposed anything
         self.accepted = self.alpha_decay * self.accepted + sum(step.accepted) / per_row
@@ -275,9 +290,12 @@ class AdaptiveGamma(GammaPolicy):
 
 
 def make_gamma_policy(gamma: int | str | GammaPolicy) -> GammaPolicy:
-    """``int`` → fixed γ; "adaptive" / "heuristic" → those policies; a policy passes through."""
+    """``int`` (or its digits, as a command line gives it) → fixed γ; "adaptive" / "heuristic" → those
+    policies; a policy passes through."""
     if isinstance(gamma, GammaPolicy):
         return gamma
+    if isinstance(gamma, str) and gamma.isdigit():
+        return FixedGamma(int(gamma))
     if gamma == "adaptive":
         return AdaptiveGamma()
     if gamma == "heuristic":

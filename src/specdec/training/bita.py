@@ -30,6 +30,7 @@ from transformers import DynamicCache, PreTrainedModel
 
 from specdec.engine.modeling import attention_masks
 from specdec.errors import InvalidArgumentError
+from specdec.inputs import check_count
 from specdec.models.bita import BiTAAdapter
 from specdec.training.answers import TargetAnswer
 from specdec.training.primary_cache import sequence_of
@@ -74,9 +75,7 @@ class BiTATrainConfig:
             "eval_every",
             "save_every",
         ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
+            check_count(name, getattr(self, name))
         if not 0 < self.heldout_fraction < 1:
             raise InvalidArgumentError(f"heldout_fraction must be in (0, 1), got {self.heldout_fraction}")
         if self.time_limit_s is not None and not self.time_limit_s > 0:

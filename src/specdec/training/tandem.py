@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.errors import InvalidArgumentError
+from specdec.inputs import check_count
 from specdec.models.tandem import TandemModel, fixed_blocks, logits_at
 from specdec.training.primary_cache import PrimaryCache
 from specdec.training.trainer import (
@@ -78,9 +79,7 @@ class TandemTrainConfig:
         if self.preset not in PRESETS:
             raise InvalidArgumentError(f"preset must be one of {PRESETS}, got {self.preset!r}")
         for name in ("steps", "batch_size", "gamma", "eval_sequences"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
+            check_count(name, getattr(self, name))
         if not 0 < self.heldout_fraction < 1:
             raise InvalidArgumentError(f"heldout_fraction must be in (0, 1), got {self.heldout_fraction}")
 

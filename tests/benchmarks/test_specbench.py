@@ -5,10 +5,11 @@ import pytest
 import torch
 
 from specdec.benchmarks.data import SPEC_BENCH_TASKS, load_spec_bench, prompt_seed
-from specdec.benchmarks.report import bootstrap_interval, drafter_digest
+from specdec.benchmarks.report import bootstrap_interval
 from specdec.benchmarks.specbench import plan_methods, rotated, static_cache_length
 from specdec.cli.main import main
 from specdec.drafters import ModelDrafter, PromptLookupDrafter
+from specdec.models.packaged import drafter_digest
 from tiny import make_llama
 
 

@@ -1,7 +1,7 @@
 import pytest
 
-from specdec.benchmarks.report import drafter_digest
 from specdec.cli.main import main
+from specdec.models.packaged import drafter_digest
 
 
 def test_generate_on_a_local_model_folder(tiny_model_dir, capsys):

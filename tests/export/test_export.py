@@ -38,11 +38,11 @@ import torch
 from safetensors import safe_open
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-from specdec.benchmarks.report import drafter_digest
 from specdec.cli.export import add_export_arguments, run_export
 from specdec.errors import InvalidArgumentError
 from specdec.models.export import RECORD, TARGET_FILES, export_for_serving
 from specdec.models.loading import local_hf_folder
+from specdec.models.packaged import drafter_digest
 from tiny import make_llama, make_tokenizer
 
 VLLM_TEXT_GENERATION = {  # registry.py's _TEXT_GENERATION_MODELS, the entries for specdec's draft kinds

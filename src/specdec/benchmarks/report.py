@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import hashlib
 import os
 import platform
 import subprocess
@@ -60,23 +59,6 @@ def source_commit() -> str | None:
     if head.returncode:
         return None
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-
-
-def drafter_digest(spec: str) -> str | None:
-    """sha256 (first 16 hex) of the weight files behind a drafter spec — a packaged name or a folder,
-    under any ``int8:`` / ``vocab-N:`` / ``tandem:`` / ``bita:`` / ``lookup+`` prefixes — so a result
-    names the exact weights it ran; None for drafters without weights of their own."""
-    from specdec.models.packaged import DRAFTS_DIR
-
-    name = spec.split("+")[-1].split(":")[-1]
-    folder = Path(name) if Path(name).is_dir() else DRAFTS_DIR / name
-    files = sorted(folder.rglob("*.safetensors")) if folder.is_dir() else []
-    if not files:
-        return None
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
 
 
 def allocator() -> str:

@@ -24,13 +24,14 @@ from pathlib import Path
 import torch
 
 from specdec.benchmarks.data import load_spec_bench, spec_bench_path
-from specdec.benchmarks.report import drafter_digest, machine_info
+from specdec.benchmarks.report import machine_info
 from specdec.decoders import FixedGamma, PlainDecoding, Request, SpeculativeSampling, StopCriteria
 from specdec.decoders.method import DecodingMethod
 from specdec.drafters import Drafter, make_drafter
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
 from specdec.models import load_model
+from specdec.models.packaged import drafter_digest
 from specdec.pipeline import Pipeline, eos_token_ids
 from specdec.sampling import SamplingConfig, row_keys
 

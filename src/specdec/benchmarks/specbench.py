@@ -18,11 +18,12 @@ from pathlib import Path
 
 from specdec.benchmarks.data import load_spec_bench, prompt_seed, spec_bench_path
 from specdec.benchmarks.progress import progress_bar
-from specdec.benchmarks.report import drafter_digest, machine_info, summarize, write_markdown
+from specdec.benchmarks.report import machine_info, summarize, write_markdown
 from specdec.benchmarks.runner import BenchMethod, Runner, static_cache_length
 from specdec.drafters import ModelDrafter, PromptLookupDrafter, make_drafter
 from specdec.errors import InvalidArgumentError
 from specdec.models import load_model, resolve_device, resolve_dtype
+from specdec.models.packaged import drafter_digest
 
 DEFAULT_DRAFTERS = "prompt-lookup,int8,first-2,smollm2-135m-draft"
 

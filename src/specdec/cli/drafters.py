@@ -8,9 +8,8 @@ import argparse
 from rich.console import Console
 from rich.table import Table
 
-from specdec.benchmarks.report import drafter_digest
 from specdec.drafters.factory import DRAFTER_SPECS
-from specdec.models.packaged import packaged_bitas, packaged_drafts, packaged_tandems
+from specdec.models.packaged import drafter_digest, packaged_bitas, packaged_drafts, packaged_tandems
 
 
 def run_drafters(args: argparse.Namespace) -> None:

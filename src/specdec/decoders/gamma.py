@@ -166,6 +166,13 @@ def batch_bucket(rows: int) -> int:
     return max(1, rows).bit_length() - 1
 
 
+def nearest_bucket(table: dict[int, list[float]], rows: int) -> list[float]:
+    """The sums a per-bucket table holds for ``rows`` rows' bucket, or the nearest bucket measured (the
+    smaller on a tie)."""
+    bucket = batch_bucket(rows)
+    return table[min(table, key=lambda b: (abs(b - bucket), b))]
+
+
 class AdaptiveGamma(GammaPolicy):
     """Pick the γ (0: a plain step) that maximises tokens per second at the step's batch size, online.
 
@@ -222,16 +229,14 @@ class AdaptiveGamma(GammaPolicy):
         propose: the ones that pay for a wide verify call (1 before any evidence)."""
         if not self._drafted:
             return 1.0
-        bucket = batch_bucket(rows)
-        weight, hits = self._drafted[min(self._drafted, key=lambda b: (abs(b - bucket), b))]
+        weight, hits = nearest_bucket(self._drafted, rows)
         return hits / max(weight, 1e-9)
 
     def draft_time(self, rows: int) -> float:
         """Seconds per drafted position at ``rows`` rows (the nearest batch bucket measured; 0 before any)."""
         if not self._draft:
             return 0.0
-        bucket = batch_bucket(rows)
-        seconds, positions = self._draft[min(self._draft, key=lambda b: (abs(b - bucket), b))]
+        seconds, positions = nearest_bucket(self._draft, rows)
         return seconds / max(positions, 1e-9)
 
     def rate(

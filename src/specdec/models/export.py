@@ -39,7 +39,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTra
 from specdec.errors import InvalidArgumentError
 from specdec.models.conversion import default_cache_dir
 from specdec.models.loading import load_model, local_hf_folder, resolve_dtype
-from specdec.models.packaged import packaged_drafts
+from specdec.models.packaged import drafter_digest, packaged_drafts
 from specdec.models.vocabulary import output_vocab_size
 
 #: Draft architectures checked against vLLM's registry (``_TEXT_GENERATION_MODELS``); others may work
@@ -154,8 +154,6 @@ def export_for_serving(
 ) -> ServingExport:
     """Write ``draft`` (a packaged draft name or an HF folder, optionally with runtime prefixes, which are
     dropped) as an HF folder vLLM's ``draft_model`` and SGLang's ``STANDALONE`` load next to ``target``."""
-    from specdec.benchmarks.report import drafter_digest  # the digest benchmark reports name drafts by
-
     cache = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     output, torch_dtype = Path(output).expanduser().resolve(), resolve_dtype(dtype)
     if hits := [p for p in METHOD_NAME_PARTS if p in str(output).lower()]:

@@ -34,6 +34,21 @@ WEIGHTS = "draft.safetensors"
 BaseLoader = Callable[[str], tuple[PreTrainedModel, PreTrainedTokenizerBase]]
 
 
+def drafter_digest(spec: str) -> str | None:
+    """sha256 (first 16 hex) of the weight files behind a drafter spec — a packaged name or a folder,
+    under any ``int8:`` / ``vocab-N:`` / ``tandem:`` / ``bita:`` / ``lookup+`` prefixes — so a result
+    names the exact weights it ran; None for drafters without weights of their own."""
+    name = spec.split("+")[-1].split(":")[-1]
+    folder = Path(name) if Path(name).is_dir() else DRAFTS_DIR / name
+    files = sorted(folder.rglob("*.safetensors")) if folder.is_dir() else []
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def packaged_drafts() -> dict[str, Path]:
     if not DRAFTS_DIR.is_dir():
         return {}

@@ -135,3 +135,15 @@ def test_sparse_draws_follow_the_distribution():
     assert counts.sum() == 3000
     assert chisquare(counts, [1500, 900, 600]).pvalue > 1e-3
     assert chisquare(counts, [1200, 1200, 600]).pvalue < 1e-6
+
+
+def test_selected_rows_draw_what_those_rows_draw_in_the_whole_batch():
+    draws = KeyedDraws([11, 22, 33, 44], [0, 5, 2, 7])
+    rows = torch.tensor([3, 1])
+    part = draws.select(rows)
+    assert torch.equal(part.uniforms(2, 3), draws.uniforms(2, 3, rows))
+    assert torch.equal(part.gumbel(1, 17), draws.gumbel(1, 17, rows))
+    assert torch.equal(part.gumbel(1, 17, torch.tensor([1])), draws.gumbel(1, 17, torch.tensor([1])))
+    probs = torch.softmax(torch.randn(2, 50, dtype=torch.float64), -1)
+    assert torch.equal(part.sample(probs, 4), draws.sample(probs, 4, rows))
+    assert not torch.equal(part.uniforms(2, 3), draws.uniforms(2, 3, torch.tensor([1, 3])))  # order matters

@@ -8,7 +8,7 @@ import openai
 import pytest
 from fastapi.testclient import TestClient
 
-from specdec.drafters import PromptLookupDrafter
+from specdec.drafters import ModelDrafter, PromptLookupDrafter
 from specdec.pipeline import Pipeline
 from specdec.server import build_app
 from tiny import make_llama, make_tokenizer
@@ -108,6 +108,7 @@ def test_completions_and_n_choices(client):
         ({"messages": CHAT, "model": "gpt-9"}, 404, "gpt-9"),
         ({"messages": CHAT, "stop": ["a", "b", "c", "d", "e"]}, 400, "stop"),
         ({"messages": CHAT, "speculative": {"method": "warp"}}, 400, "speculative"),
+        ({"messages": CHAT, "speculative": {"drafter": "eagle"}}, 400, "'prompt-lookup'"),
     ],
 )
 def test_bad_requests_get_an_openai_error_saying_why(client, request_body, status, words):
@@ -149,6 +150,32 @@ def test_a_seed_gives_the_same_text_with_speculation_on_or_off_and_whatever_runs
         together = pool.submit(text, {})
         assert together.result() == alone_text
         assert {o.result() for o in others} != {alone_text}  # the seed does matter (negative control)
+
+
+def test_each_request_drafts_with_the_drafter_it_chose_and_gets_the_same_text():
+    """A server with two drafters: requests choosing either (or none: the first) run in one batch, each
+    gets the text plain decoding gives its seed, and the model-drafted one shows the model's drafts."""
+    drafters = {
+        "prompt-lookup": PromptLookupDrafter(),
+        "model": ModelDrafter(make_llama(len(TOK), seed=7), TOK),
+    }
+    sampled = {"messages": CHAT, "max_tokens": 20, "temperature": 1.0, "top_k": 40, "seed": 7}
+    with TestClient(build_app(MODEL, TOK, drafter=drafters, model_name="tiny")) as client:
+
+        def ask(extra: dict) -> dict:
+            return client.post("/v1/chat/completions", json=sampled | extra).json()
+
+        plain = ask({"speculative": {"method": "off"}})
+        with ThreadPoolExecutor(3) as pool:
+            chosen = [pool.submit(ask, {"speculative": {"drafter": d}}) for d in ("model", "prompt-lookup")]
+            default = pool.submit(ask, {})
+            bodies = [c.result() for c in chosen] + [default.result()]
+        texts = {b["choices"][0]["message"]["content"] for b in bodies}
+        assert texts == {plain["choices"][0]["message"]["content"]}
+        drafted = bodies[0]["metrics"]["speculative_decoding"]["num_draft_tokens"]
+        assert drafted > 0 and plain["metrics"]["speculative_decoding"]["num_draft_tokens"] == 0
+        error = ask({"speculative": {"drafter": "eagle"}})["error"]
+        assert error["code"] == 400 and "['prompt-lookup', 'model']" in error["message"]
 
 
 def test_a_stop_string_never_leaks_even_inside_an_accepted_draft_or_at_max_tokens(client):

@@ -390,3 +390,10 @@ def test_self_written_prompts_follow_their_openers(tmp_path, tok, target, monkey
     plain = self_written_prompts(pipe, 4, source="tiny", cache_dir=tmp_path)
     assert len(list(tmp_path.glob("prompts-*.jsonl"))) == 2  # openers are part of the cache key
     assert plain == ["what is a cache?", "this into French: chat", "How?"]
+
+
+def test_repeated_prompts_across_answer_files_are_kept_once():
+    from specdec.training.answers import TargetAnswer, distinct_answers
+
+    a, b, c = TargetAnswer([1, 2], [3]), TargetAnswer([1, 2], [4]), TargetAnswer([2, 1], [3])
+    assert distinct_answers([a, c, b, a]) == [a, c]

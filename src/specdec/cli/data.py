@@ -199,7 +199,7 @@ def run_primary(args: argparse.Namespace) -> Path:
     from specdec.errors import InvalidArgumentError
     from specdec.models import load_model
     from specdec.models.tandem import default_layer_map
-    from specdec.training.answers import read_answers
+    from specdec.training.answers import distinct_answers, read_answers
     from specdec.training.primary_cache import CacheSpec, build_primary_cache
 
     target = load_model(args.target, dtype=args.dtype, cache_dir=args.cache_dir)
@@ -215,7 +215,10 @@ def run_primary(args: argparse.Namespace) -> Path:
         layers = default_layer_map(depth, args.secondary_layers)
     if not all(0 <= h <= depth for h in layers):
         raise InvalidArgumentError(f"hidden-state indices must be in [0, {depth}], got {list(layers)}")
-    answers = [a for path in args.answers for a in read_answers(Path(path))]
+    read = [a for path in args.answers for a in read_answers(Path(path))]
+    answers = distinct_answers(read)
+    if len(answers) < len(read):
+        print(f"{len(read) - len(answers)} repeated prompts across the answers files kept once")
     order = random.Random(args.shuffle_seed).sample(range(len(answers)), len(answers))
     answers = [answers[i] for i in order]
     spec = CacheSpec(

@@ -13,7 +13,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--model", default="smollm2-135m", help="the target (a built-in name, folder or GGUF)"
     )
     parser.add_argument(
-        "--drafter", default=None, help="a drafter spec, as for generate; none: plain decoding"
+        "--drafter",
+        action="append",
+        default=None,
+        help="a drafter spec, as for generate (none: plain decoding); repeat it to serve several, which "
+        "requests choose by spec in speculative.drafter (the first is the default)",
     )
     parser.add_argument("--gamma", default="adaptive", help="draft length: an int, 'adaptive' or 'heuristic'")
     parser.add_argument(
@@ -54,7 +58,8 @@ def run_serve(args: argparse.Namespace) -> None:
     from specdec.models import load_model
 
     loaded = load_model(args.model, cache_dir=args.cache_dir)
-    drafter = make_drafter(args.drafter, loaded.model, loaded.tokenizer) if args.drafter else None
+    specs = list(dict.fromkeys(args.drafter or []))
+    drafter = {spec: make_drafter(spec, loaded.model, loaded.tokenizer) for spec in specs} or None
     method = None
     if drafter is not None:
         method = BiLD(*args.bild) if args.bild else SpeculativeSampling(args.gamma)

@@ -28,6 +28,7 @@ class Request:
     keys: Sequence[int]  # one per row, see specdec.sampling.noise.row_keys
     callback: StreamCallback | None = None
     draft_cap: int | None = None  # the most draft tokens a row verifies per step (0: none)
+    route: str | None = None  # which of a RoutedDrafter's drafters drafts for these rows (None: its default)
 
     def rows(self) -> Rows:
         return Rows(self.prompts, self.stop, self.keys, self.callback, self.sampling, self.draft_cap)

@@ -21,6 +21,7 @@ from specdec.decoders.gamma import GammaPolicy, StepResult
 from specdec.decoders.stats import GenerationStats
 from specdec.decoders.stopping import GREEDY, Rows, StopCriteria
 from specdec.drafters import Draft, Drafter, Feedback
+from specdec.drafters.routed import route_options
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
 from specdec.sampling import (
@@ -185,6 +186,7 @@ class DraftVerifyLoop:
         self.target, self.drafter, self.rule, self.policy = target, drafter, rule, policy
         self.min_confidence = min_confidence
         check_draft_cap(request.draft_cap, drafter)
+        routing = route_options(drafter, request.route, len(request.prompts))
         self.stats, self.rows = GenerationStats(), request.rows()
         self._start = time.perf_counter()
         block = 1 + (policy.max_gamma if policy is not None else 0)
@@ -195,7 +197,7 @@ class DraftVerifyLoop:
                 hidden_layers=drafter.target_hidden_layers,
                 reserved=drafter.reserved_slots,
             )
-            drafter.begin(request.prompts, prefill)
+            drafter.begin(request.prompts, prefill, **routing)
 
     @property
     def active(self) -> list[int]:
@@ -209,14 +211,17 @@ class DraftVerifyLoop:
         stop: StopCriteria,
         sampling: Sampling = GREEDY,
         draft_cap: int | None = None,
+        route: str | None = None,
     ) -> list[int]:
         """Add requests (token ids, noise keys, stop criteria, sampling) to the running batch; their rows.
         ``draft_cap``: the most draft tokens they verify per step (0: speculation off for them; chains
-        only — a tree drafter's block is one shape for every row)."""
+        only — a tree drafter's block is one shape for every row); ``route``: which drafter of a
+        :class:`~specdec.drafters.routed.RoutedDrafter` drafts for them."""
         check_draft_cap(draft_cap, self.drafter)
+        routing = route_options(self.drafter, route, len(prompts))
         with self.stats.timed("prefill_time", self.target.device):
             prefill = self.target.admit(prompts, hidden_layers=self.drafter.target_hidden_layers)
-            self.drafter.admit(prompts, prefill)
+            self.drafter.admit(prompts, prefill, **routing)
         return self.rows.admit(prompts, keys, stop, sampling, draft_cap)
 
     def abort(self, rows: Sequence[int]) -> None:

@@ -186,6 +186,33 @@ class Draws(ABC):
             return len(offsets)
         raise ValueError("draws need rows or per-row offsets to know how many rows there are")
 
+    def select(self, rows: torch.Tensor) -> Draws:
+        """The draws of batch positions ``rows`` as a batch of their own: what a drafter serving only
+        those rows must draw with, so its guesses use the noise the target uses for them."""
+        return SelectedDraws(self, rows)
+
+
+class SelectedDraws(Draws):
+    """Some rows of another :class:`Draws`; row i here is row ``rows[i]`` there."""
+
+    def __init__(self, draws: Draws, rows: torch.Tensor):
+        self.draws, self.rows = draws, torch.as_tensor(rows, dtype=torch.long)
+
+    def _parent_rows(self, rows: torch.Tensor | None) -> torch.Tensor:
+        return self.rows if rows is None else self.rows[rows.to(self.rows.device)]
+
+    def _count(self, offsets: int | torch.Tensor, rows: torch.Tensor | None) -> int:
+        return len(self.rows) if rows is None else len(rows)
+
+    def uniforms(self, offsets, count, rows=None, stream=Stream.ACCEPT):
+        return self.draws.uniforms(offsets, count, self._parent_rows(rows), stream)
+
+    def gumbel_at(self, offsets, rows, row_index, tokens, stream=Stream.DRAW):
+        return self.draws.gumbel_at(offsets, self._parent_rows(rows), row_index, tokens, stream)
+
+    def gumbel(self, offsets, vocab, rows=None, stream=Stream.DRAW, device=None):
+        return self.draws.gumbel(offsets, vocab, self._parent_rows(rows), stream, device)
+
 
 class KeyedDraws(Draws):
     """Draws keyed by (row key, output position, stream): the decoders' source of randomness.

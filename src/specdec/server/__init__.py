@@ -5,6 +5,8 @@ Needs the ``serve`` extra (FastAPI, uvicorn, prometheus-client)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.decoders import PlainDecoding
@@ -19,7 +21,7 @@ def build_app(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
     *,
-    drafter: Drafter | None = None,
+    drafter: Drafter | Mapping[str, Drafter] | None = None,
     method: DecodingMethod | None = None,
     model_name: str = "specdec",
     api_key: str | None = None,
@@ -28,8 +30,12 @@ def build_app(
     max_body_bytes: int = 1 << 20,
 ):
     """The FastAPI app serving ``model`` (with ``drafter`` and ``method``: SpS by default when there is a
-    drafter, plain decoding otherwise); run it with uvicorn. Its engine thread starts with the app."""
+    drafter, plain decoding otherwise); run it with uvicorn. Its engine thread starts with the app.
+
+    ``drafter`` may be several by name (``{spec: drafter}``): each request chooses one in its
+    ``speculative.drafter`` (default: the first), all of them drafting in the same batch."""
     from specdec.decoders.methods import make_method
+    from specdec.drafters.routed import RoutedDrafter
     from specdec.server.app import create_app
     from specdec.server.metrics import Metrics
     from specdec.server.scheduler import Scheduler
@@ -43,6 +49,11 @@ def build_app(
         ("max_body_bytes", max_body_bytes),
     ):
         check_count(name, value)
+    if isinstance(drafter, Mapping):
+        names = list(drafter)
+        drafter = RoutedDrafter(drafter) if len(drafter) > 1 else next(iter(drafter.values()), None)
+    else:
+        names = [] if drafter is None else [getattr(drafter, "name", type(drafter).__name__)]
     pipeline = Pipeline(model, tokenizer, drafter=drafter)
     method = make_method(method, drafter is not None) if drafter is not None else (method or PlainDecoding())
     if method.needs_drafter and drafter is None:
@@ -56,5 +67,5 @@ def build_app(
         max_waiting=max_waiting,
         on_step=metrics.on_step,
     )
-    service = Service(pipeline, scheduler, metrics, model_name)
+    service = Service(pipeline, scheduler, metrics, model_name, names)
     return create_app(service, api_key=api_key, max_body_bytes=max_body_bytes)

@@ -47,6 +47,7 @@ class Job:
     draft_cap: int | None
     deliver: Callable[[StepOutput | Exception], None]
     cancelled: bool = False
+    route: str | None = None  # the drafter this job chose, when the server runs several
     arrived: float = field(default_factory=time.perf_counter)
 
 
@@ -155,9 +156,13 @@ class Scheduler:
     def _join(self, job: Job) -> int:
         """Prefill ``job`` into the running loop (a new loop if none runs); its row."""
         if self.loop is not None:
-            (row,) = self.loop.admit([job.prompt], [job.key], job.stop, job.sampling, job.draft_cap)
+            (row,) = self.loop.admit(
+                [job.prompt], [job.key], job.stop, job.sampling, job.draft_cap, job.route
+            )
             return row
-        request = Request([job.prompt], job.sampling, job.stop, [job.key], draft_cap=job.draft_cap)
+        request = Request(
+            [job.prompt], job.sampling, job.stop, [job.key], draft_cap=job.draft_cap, route=job.route
+        )
         self.loop = self.method.loop(self.engine, self.drafter, request)
         return 0
 

@@ -8,12 +8,13 @@ import asyncio
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
 from specdec.decoders import StopCriteria
 from specdec.decoders.loop import ACCEPTED, StepOutput
+from specdec.drafters.routed import RoutedDrafter
 from specdec.errors import InvalidArgumentError, PromptError
 from specdec.pipeline import Pipeline, eos_token_ids
 from specdec.sampling import SamplingConfig, row_keys
@@ -38,9 +39,16 @@ class Choice:
 class Service:
     """Turns requests into jobs on ``scheduler`` and their outputs into OpenAI objects."""
 
-    def __init__(self, pipeline: Pipeline, scheduler: Scheduler, metrics: Metrics, model_name: str):
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        scheduler: Scheduler,
+        metrics: Metrics,
+        model_name: str,
+        drafter_names: Sequence[str] = (),
+    ):
         self.pipeline, self.scheduler, self.metrics = pipeline, scheduler, metrics
-        self.model_name = model_name
+        self.model_name, self.drafter_names = model_name, list(drafter_names)
         self.context = pipeline.engine.max_positions
         self.eos = eos_token_ids(pipeline.model, pipeline.tokenizer)
 
@@ -87,9 +95,21 @@ class Service:
         keys = row_keys([seed], body.n)
         options = body.speculative
         cap = 0 if options.method in ("off", "plain") else options.max_draft_tokens
+        route = self.route(options.drafter)
         return [
-            Job(prompt, sampling, stop, keys[i], cap, lambda out, i=i: deliver(i, out)) for i in range(body.n)
+            Job(prompt, sampling, stop, keys[i], cap, lambda out, i=i: deliver(i, out), route=route)
+            for i in range(body.n)
         ]
+
+    def route(self, drafter: str | None) -> str | None:
+        """The drafter a request chose, checked against the server's; None for its default (or only) one."""
+        if drafter is None:
+            return None
+        if drafter not in self.drafter_names:
+            raise InvalidArgumentError(
+                f"speculative.drafter: no drafter {drafter!r} on this server; it has {self.drafter_names}"
+            )
+        return drafter if isinstance(self.scheduler.drafter, RoutedDrafter) else None
 
     def start(self, body: SamplingRequest, prompt: list[int], kind: str) -> Run:
         """Submit the request's jobs; the :class:`Run` that follows them."""

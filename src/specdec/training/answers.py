@@ -283,6 +283,18 @@ def read_answers(path: Path) -> list[TargetAnswer]:
     return answers
 
 
+def distinct_answers(answers: Sequence[TargetAnswer]) -> list[TargetAnswer]:
+    """The first answer to each distinct prompt, in order: separate runs draw some of the same requests,
+    and a repeat counted twice is seen twice in training or lands in both the training and held-out parts."""
+    seen: set[tuple[int, ...]] = set()
+    kept = []
+    for answer in answers:
+        if (key := tuple(answer.prompt_ids)) not in seen:
+            seen.add(key)
+            kept.append(answer)
+    return kept
+
+
 def _append(path: Path, rows: list[dict]) -> None:
     """Add rows to a cache file and flush them to disk, so a killed run loses only what it was writing."""
     with path.open("a") as f:

@@ -141,3 +141,67 @@ def random_answers_file(path, count: int, seed: int = 0):
     ]
     write_answers(path, answers)
     return path
+
+
+def make_eagle3(target, seed: int = 0, draft_ids=None):
+    """An untrained EAGLE-3 head for a tiny 4-layer target (reading its hidden states 1, 2 and 3) and its
+    drafter; ``draft_ids`` trims its vocabulary."""
+    from specdec.drafters.eagle3 import Eagle3Drafter
+    from specdec.models.eagle3 import Eagle3Head
+
+    torch.manual_seed(seed)
+    text = target.config.get_text_config()
+    config = LlamaConfig(
+        vocab_size=target.get_output_embeddings().out_features,
+        hidden_size=text.hidden_size,
+        intermediate_size=2 * text.hidden_size,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    )
+    head = Eagle3Head(config, (1, 2, 3), text.hidden_size, draft_ids).eval()
+    with torch.no_grad():
+        head.lm_head.weight.mul_(8.0)  # decided greedy choices, as for the tiny targets
+    return Eagle3Drafter(head, target.get_input_embeddings().weight)
+
+
+def fresh_chain(drafter, target, sequence: list[int], gamma: int = 3) -> list[int]:
+    """The greedy chain ``drafter`` proposes when it starts on ``sequence`` (its last token pending)."""
+    from specdec.engine import Engine
+    from specdec.sampling import KeyedDraws, SamplingConfig
+
+    engine = Engine(target)
+    prefill = engine.start([sequence], extra_slots=8, hidden_layers=drafter.target_hidden_layers)
+    drafter.begin([sequence], prefill)
+    draft = drafter.propose(gamma, SamplingConfig(), KeyedDraws([0], [0]))
+    return draft.tokens[0, : int(draft.row_lengths()[0])].tolist()
+
+
+def chains_against_fresh(
+    make_drafter, target, prompt: list[int], max_new: int = 24
+) -> tuple[list[bool], int]:
+    """Greedy SpS (γ 3) with ``make_drafter()``: per step, whether its chain equals the one a new drafter
+    proposes on the text settled so far (its cache kept nothing it should have dropped, and lost
+    nothing), and how many draft tokens were accepted in all."""
+    from specdec.decoders import Request, SpeculativeSampling, StopCriteria
+    from specdec.engine import Engine
+    from specdec.sampling import SamplingConfig, row_keys
+
+    drafter, chains = make_drafter(), []
+    propose = drafter.propose
+
+    def recording(gamma, sampling, draws, *, min_confidence=0.0):
+        draft = propose(gamma, sampling, draws, min_confidence=min_confidence)
+        chains.append(draft.tokens[0, : int(draft.row_lengths()[0])].tolist())
+        return draft
+
+    drafter.propose = recording
+    request = Request([prompt], SamplingConfig(), StopCriteria(max_new), row_keys([0], 1))
+    loop = SpeculativeSampling(3).loop(Engine(target), drafter, request)
+    settled, same, accepted = list(prompt), [], 0
+    while loop.active:
+        out = loop.step()[0]
+        same.append(chains[-1] == fresh_chain(make_drafter(), target, settled, len(chains[-1])))
+        accepted += out.provenance.count("accepted")
+        settled += out.tokens
+    return same, accepted

@@ -16,7 +16,7 @@ from specdec.drafters import (
 )
 from specdec.drafters.tandem import TandemDrafter
 from specdec.pipeline import Pipeline
-from tiny import make_gpt2, make_llama, make_tandem, make_tokenizer
+from tiny import make_eagle3, make_gpt2, make_llama, make_tandem, make_tokenizer
 
 PROMPTS = ["the quick brown fox jumps over the lazy dog. the quick", "def add(a, b):"]
 
@@ -43,6 +43,7 @@ DRAFTERS = {
     "truncated": lambda target, tok: TruncatedDrafter(target, tok, 2),
     "early-exit": lambda target, tok: EarlyExitDrafter(target, 2),
     "tandem": lambda target, tok: TandemDrafter(make_tandem(target), tok),
+    "eagle3": lambda target, tok: make_eagle3(target, draft_ids=torch.arange(0, len(tok), 2)),
 }
 
 

@@ -22,7 +22,7 @@ from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
 from specdec.models.bita import BiTAAdapter, model_signature
 from specdec.sampling import SamplingConfig, row_keys
-from tiny import make_gpt2, make_llama, make_tandem, make_tokenizer
+from tiny import make_eagle3, make_gpt2, make_llama, make_tandem, make_tokenizer
 
 POOL = [
     [5, 9, 14, 22, 5, 9, 14, 30, 31, 5, 9],
@@ -46,6 +46,7 @@ FAMILIES = {
     "prompt-lookup": lambda target, tok: PromptLookupDrafter(),
     "model": lambda target, tok: ModelDrafter(make_llama(len(tok), seed=7), tok),
     "tandem": lambda target, tok: TandemDrafter(make_tandem(target), tok),
+    "eagle3": lambda target, tok: make_eagle3(target),
     "early-exit": lambda target, tok: EarlyExitDrafter(target, 2),
 }
 SAMPLINGS = [

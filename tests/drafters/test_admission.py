@@ -15,7 +15,7 @@ from specdec.drafters.tandem import TandemDrafter
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
 from specdec.sampling import KeyedDraws, SamplingConfig
-from tiny import make_llama, make_tandem, make_tokenizer
+from tiny import make_eagle3, make_llama, make_tandem, make_tokenizer
 
 PROMPTS = [[5, 9, 14, 22, 5, 9, 14, 30, 31], [40, 41, 42, 40, 41], [7, 70, 71, 72, 73, 74, 7, 70]]
 GREEDY = SamplingConfig()
@@ -26,6 +26,7 @@ DRAFTERS = {
     "truncated": lambda target, tok: TruncatedDrafter(target, tok, 2),
     "early-exit": lambda target, tok: EarlyExitDrafter(target, 2),
     "tandem": lambda target, tok: TandemDrafter(make_tandem(target), tok),
+    "eagle3": lambda target, tok: make_eagle3(target),
     "lookup+model": lambda target, tok: LookupThenModelDrafter(
         ModelDrafter(make_llama(len(tok), seed=7), tok)
     ),

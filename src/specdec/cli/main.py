@@ -15,7 +15,7 @@ TASKS = """commands, by task:
   use        generate, demo, serve, drafters, export
   measure    bench {spec, engine, serving, server, bild}
   train      data {answers, text, primary, draft-vocab}
-             train {draft, early-exit, tandem, router, bita, export}
+             train {draft, early-exit, tandem, router, bita, eagle3, export}
   evaluate   eval {draft, tandem, bita}
 """
 
@@ -163,6 +163,13 @@ COMMANDS = (
         f"{C}.train_bita",
         "add_bita_arguments",
         "run_train_bita",
+    ),
+    Command(
+        ("train", "eagle3"),
+        "train an EAGLE-3 head on a primary cache (speculators layout)",
+        f"{C}.train_eagle3",
+        "add_eagle3_arguments",
+        "run_train_eagle3",
     ),
     Command(
         ("train", "export"),

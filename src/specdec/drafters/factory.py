@@ -11,6 +11,7 @@ from specdec.drafters.base import Drafter
 from specdec.drafters.bita import BiTADrafter
 from specdec.drafters.combined import LookupThenModelDrafter
 from specdec.drafters.derived import ReducedPrecisionDrafter, TruncatedDrafter
+from specdec.drafters.eagle3 import Eagle3Drafter
 from specdec.drafters.early_exit import EarlyExitDrafter
 from specdec.drafters.model import ModelDrafter
 from specdec.drafters.prompt_lookup import PromptLookupDrafter
@@ -19,6 +20,7 @@ from specdec.errors import InvalidArgumentError
 from specdec.models import PRECISIONS, default_cache_dir, load_model
 from specdec.models.bita import BiTAAdapter
 from specdec.models.draft_vocab import VOCAB_FILE, top_tokens
+from specdec.models.eagle3_layout import load_head
 from specdec.models.packaged import packaged_bitas, packaged_drafts, packaged_tandem_folder, packaged_tandems
 from specdec.models.router import BlockRouter
 from specdec.models.tandem import TandemModel
@@ -37,6 +39,7 @@ DRAFTER_SPECS: tuple[tuple[str, str], ...] = (
     ("early-exit-N", "the target's first N layers on the target's cache (for `train early-exit` models)"),
     ("tandem:PATH", "a Tandem secondary reading the target's hidden states (Tandem + SPEED)"),
     ("tandem+router:PATH", "the same with its adaptive block length router (PATH/router)"),
+    ("eagle3:PATH", "an EAGLE-3 head (speculators layout) reading three of the target's hidden states"),
     (
         "bita:PATH, bita[SHAPE]:PATH",
         "a BiTA adapter: the target drafts for itself; SHAPE efficient, straight, "
@@ -82,6 +85,10 @@ def make_drafter(
         if shape == "auto" or (not shape and (folder / TREE_SHAPE_FILE).is_file()):
             shape = chosen_tree_shape(folder)
         return BiTADrafter(adapter, shape or "efficient", name=spec)
+    if spec.startswith("eagle3:"):
+        depth = target.config.get_text_config().num_hidden_layers
+        head = load_head(Path(spec.removeprefix("eagle3:")), depth)
+        return Eagle3Drafter(head, target.get_input_embeddings().weight, name=spec)
     if spec.startswith("lookup+"):
         return LookupThenModelDrafter(
             small_model_drafter(spec.removeprefix("lookup+"), tokenizer, **load_kwargs), name=spec

@@ -1,0 +1,109 @@
+"""`specdec train eagle3`: train an EAGLE-3 head on a primary cache (written in the speculators layout)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_eagle3_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", default="smollm2-135m", help="the frozen model the head drafts for")
+    parser.add_argument("--cache", type=Path, required=True, help="primary cache with the aux hidden states")
+    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument(
+        "--aux-layers", default=None, help="target hidden-state indices read, e.g. 2,15,27 (default: vLLM's)"
+    )
+    parser.add_argument(
+        "--draft-vocab",
+        default="smollm2-135m-draft:2048",
+        help="FOLDER:N: the N tokens the target writes most (FOLDER's draft_vocab.json, or a packaged "
+        "draft's); 'full' for the whole vocabulary",
+    )
+    parser.add_argument("--init-from", type=Path, default=None, help="continue from this head's weights")
+    opt = parser.add_argument_group("optimisation")
+    opt.add_argument("--steps", type=int, default=1000)
+    opt.add_argument("--ttt-steps", type=int, default=4, help="chain depth unrolled in training")
+    opt.add_argument("--batch-size", type=int, default=16, help="sequences per step")
+    opt.add_argument("--lr", type=float, default=1e-3)
+    opt.add_argument("--warmup", type=int, default=50)
+    opt.add_argument("--eval-every", type=int, default=100)
+    opt.add_argument("--eval-sequences", type=int, default=64)
+    opt.add_argument("--heldout-fraction", type=float, default=0.05)
+    opt.add_argument("--save-every", type=int, default=100)
+    opt.add_argument("--seed", type=int, default=0)
+    opt.add_argument("--resume", action="store_true")
+    opt.add_argument("--bf16", choices=("auto", "on", "off"), default="auto")
+    parser.add_argument("--cache-dir", default=None)
+
+
+def draft_vocabulary(spec: str, model) -> torch.Tensor | None:  # noqa: F821
+    """``FOLDER:N`` → the ascending target ids of the draft vocabulary (None: the full vocabulary)."""
+    from specdec.drafters.factory import eos_ids, vocab_folder
+    from specdec.errors import InvalidArgumentError
+    from specdec.models.draft_vocab import top_tokens
+
+    if spec == "full":
+        return None
+    folder, _, size = spec.rpartition(":")
+    if not folder or not size.isdigit():
+        raise InvalidArgumentError(f"--draft-vocab expects FOLDER:N or 'full', got {spec!r}")
+    return top_tokens(vocab_folder(folder), int(size), eos_ids(model))
+
+
+def run_train_eagle3(args: argparse.Namespace) -> Path:
+    from transformers import LlamaConfig
+
+    from specdec.benchmarks.report import machine_info
+    from specdec.cli.train import bf16_pays
+    from specdec.errors import InvalidArgumentError
+    from specdec.models import load_model
+    from specdec.models.eagle3 import Eagle3Head, default_aux_layers
+    from specdec.models.eagle3_layout import load_head
+    from specdec.training.eagle3 import Eagle3TrainConfig, train_eagle3
+    from specdec.training.primary_cache import PrimaryCache
+
+    cache = PrimaryCache(args.cache)
+    target = load_model(args.target, cache_dir=args.cache_dir).model
+    text = target.config.get_text_config()
+    if args.aux_layers:
+        try:
+            aux = tuple(int(h) for h in args.aux_layers.split(","))
+        except ValueError as err:
+            raise InvalidArgumentError(
+                f"--aux-layers expects integers like 2,15,27, got {args.aux_layers!r}"
+            ) from err
+    else:
+        aux = default_aux_layers(text.num_hidden_layers)
+    if args.init_from is not None:
+        head = load_head(args.init_from, text.num_hidden_layers)
+    else:
+        layer = LlamaConfig(**{**text.to_dict(), "num_hidden_layers": 1, "tie_word_embeddings": False})
+        head = Eagle3Head(layer, aux, text.hidden_size, draft_vocabulary(args.draft_vocab, target))
+    config = Eagle3TrainConfig(
+        output_dir=str(args.output),
+        steps=args.steps,
+        ttt_steps=args.ttt_steps,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        warmup_steps=args.warmup,
+        heldout_fraction=args.heldout_fraction,
+        eval_every=args.eval_every,
+        eval_sequences=args.eval_sequences,
+        save_every=args.save_every,
+        seed=args.seed,
+        resume=args.resume,
+        bf16=args.bf16 == "on" or (args.bf16 == "auto" and bf16_pays()),
+        extra={
+            "target": args.target,
+            "cache": str(args.cache),
+            "cache_meta": cache.meta,
+            "draft_vocab": args.draft_vocab,
+            "init_from": None if args.init_from is None else str(args.init_from),
+            "machine": machine_info(),
+        },
+    )
+    verifier = {"name_or_path": args.target, "architectures": list(target.config.architectures or [])}
+    embeddings = target.get_input_embeddings().weight.float()
+    best = train_eagle3(head, embeddings, cache, config, verifier)
+    print(f"best checkpoint: {best}")
+    return best

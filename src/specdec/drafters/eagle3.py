@@ -1,0 +1,194 @@
+"""An EAGLE-3 head drafting for its target (``eagle3:PATH``), on the target's hidden-state channel.
+
+The target's verify pass computes the hidden states the head reads (``target_hidden_layers``: its
+three auxiliary layers) for every token it scores; they arrive with the feedback at no extra cost.
+Each settled token x_{i+1} enters the head's cache paired with the fused target feature at position
+i; the pending token's pair (the feature before it) gives the first guess, and each further guess
+pairs the last guess with the head's own output feature, as in training's unrolled passes. Drafted
+pairs leave the cache at the next update: the target's features of the kept tokens replace them.
+
+The head's cache is ragged (each row holds as many pairs as it has settled tokens, positions are
+columns), so rows join, leave and roll back independently; one layer makes it cheap to keep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from specdec.drafters.base import Draft, Drafter, Feedback
+from specdec.drafters.small_model import draft_autoregressively
+from specdec.engine import ExtendOutput
+from specdec.errors import InvalidArgumentError
+from specdec.models.eagle3 import Eagle3Head
+from specdec.models.vocabulary import output_vocab_size
+from specdec.sampling import Draws, Sampling
+
+
+class RaggedCache:
+    """Keys and values ``[B, kv heads, capacity, d]`` of one layer; row b holds its first ``lengths[b]``."""
+
+    def __init__(self, batch: int, kv_heads: int, head_dim: int, dtype: torch.dtype, capacity: int = 64):
+        self.keys = torch.zeros(batch, kv_heads, capacity, head_dim, dtype=dtype)
+        self.values = torch.zeros_like(self.keys)
+        self.lengths = torch.zeros(batch, dtype=torch.long)
+
+    def block_mask(self, counts: torch.Tensor, width: int) -> torch.Tensor:
+        """``[B, 1, width, used + width]``: a block's query i (of ``counts[b]`` real ones) sees its row's
+        cached pairs and the block up to itself."""
+        used = int(self.lengths.max()) if len(self.lengths) else 0
+        cached = torch.arange(used)[None, :] < self.lengths[:, None]
+        own = (
+            torch.ones(width, width, dtype=torch.bool).tril()[None]
+            & (torch.arange(width) < counts[:, None])[:, None]
+        )
+        own |= torch.eye(width, dtype=torch.bool)[None]  # padding queries see themselves: no empty softmax
+        return torch.cat([cached[:, None, :].expand(-1, width, -1), own], dim=-1)[:, None]
+
+    def past(self) -> tuple[torch.Tensor, torch.Tensor]:
+        used = int(self.lengths.max()) if len(self.lengths) else 0
+        return self.keys[:, :, :used], self.values[:, :, :used]
+
+    def write(self, keys: torch.Tensor, values: torch.Tensor, counts: torch.Tensor) -> None:
+        """Append each row's first ``counts[b]`` block positions after its cached pairs."""
+        width = keys.shape[2]
+        need = int((self.lengths + counts).max()) if len(counts) else 0
+        if need > self.keys.shape[2]:
+            extra = max(need, 2 * self.keys.shape[2]) - self.keys.shape[2]
+            pad = self.keys.new_zeros(*self.keys.shape[:2], extra, self.keys.shape[3])
+            self.keys, self.values = torch.cat([self.keys, pad], 2), torch.cat([self.values, pad], 2)
+        real = torch.arange(width)[None] < counts[:, None]
+        rows, offsets = real.nonzero(as_tuple=True)
+        columns = self.lengths[rows] + offsets
+        self.keys[rows, :, columns] = keys.transpose(1, 2)[real].to(self.keys.dtype)
+        self.values[rows, :, columns] = values.transpose(1, 2)[real].to(self.values.dtype)
+        self.lengths = self.lengths + counts
+
+    def rollback(self, counts: torch.Tensor) -> None:
+        self.lengths = self.lengths - counts
+
+    def select_rows(self, rows: torch.Tensor) -> None:
+        self.keys, self.values, self.lengths = self.keys[rows], self.values[rows], self.lengths[rows]
+
+    def add_rows(self, count: int) -> None:
+        pad = self.keys.new_zeros(count, *self.keys.shape[1:])
+        self.keys, self.values = torch.cat([self.keys, pad]), torch.cat([self.values, pad])
+        self.lengths = torch.cat([self.lengths, torch.zeros(count, dtype=torch.long)])
+
+
+class Eagle3Drafter(Drafter):
+    """Drafts chains with ``head`` for the target whose input ``embeddings`` it shares."""
+
+    has_confidence = True
+
+    def __init__(self, head: Eagle3Head, embeddings: torch.Tensor, *, name: str = "eagle3"):
+        self.head, self.embeddings, self.name = head.eval(), embeddings.detach(), name
+        self.target_hidden_layers = head.aux_layers
+        attention = head.layers[0].self_attn
+        self._shape = (attention.kv_heads, attention.head_dim, head.fc.weight.dtype)
+
+    def validate(self, target: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None) -> None:
+        text, head = target.config.get_text_config(), self.head
+        if (text.hidden_size, output_vocab_size(target)) != (head.target_hidden_size, head.config.vocab_size):
+            raise InvalidArgumentError(
+                f"the EAGLE-3 head was trained for a target of width {head.target_hidden_size} and "
+                f"{head.config.vocab_size} tokens; this one has {text.hidden_size} and "
+                f"{output_vocab_size(target)}"
+            )
+        if max(head.aux_layers) > text.num_hidden_layers:
+            raise InvalidArgumentError(
+                f"the head reads target layers {list(head.aux_layers)}; the target has "
+                f"{text.num_hidden_layers}"
+            )
+
+    @torch.inference_mode()
+    def begin(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
+        self.draft_calls = 0
+        self.cache = RaggedCache(0, *self._shape)
+        self.queue: list[list[tuple[torch.Tensor, int]]] = []
+        self._fed = torch.zeros(0, dtype=torch.long)
+        self._last_tokens = torch.zeros(0, 0, dtype=torch.long)
+        self.admit(prompts, prefill)
+
+    @torch.inference_mode()
+    def admit(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
+        """Each prompt's pairs (feature at i, token i + 1), up to its pending last token, wait in its
+        queue."""
+        self.cache.add_rows(len(prompts))
+        self._fed = torch.cat([self._fed, torch.zeros(len(prompts), dtype=torch.long)])
+        pad = self._last_tokens.new_zeros(len(prompts), self._last_tokens.shape[1])
+        self._last_tokens = torch.cat([self._last_tokens, pad])
+        features = None if prefill is None else self.head.fuse(prefill.hidden_states)
+        for row, prompt in enumerate(prompts):
+            n = len(prompt) - 1  # prefilled tokens, left-padded in the prefill's output
+            own = [] if n == 0 else features[row, features.shape[1] - n :]
+            self.queue.append([(own[i], int(prompt[i + 1])) for i in range(n)])
+
+    def _run(self, embeds_tokens: torch.Tensor, features: torch.Tensor, counts: torch.Tensor):
+        """One head pass over a right-padded block of pairs per row, written into the cache."""
+        width = embeds_tokens.shape[1]
+        positions = self.cache.lengths[:, None] + torch.arange(width)[None]
+        mask = self.cache.block_mask(counts, width)
+        embeds = F.embedding(embeds_tokens, self.embeddings)
+        out = self.head(embeds, features, positions, mask, self.cache.past())
+        self.cache.write(out.keys, out.values, counts)
+        self.draft_calls += 1
+        return out
+
+    def _catch_up(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The queued pairs into the cache; per row the logits and feature after its last pair, and whether
+        it has any pair at all (a one-token prompt has none before its first target step)."""
+        counts = torch.tensor([len(q) for q in self.queue], dtype=torch.long)
+        width = max(1, int(counts.max()))
+        size = self.head.config.hidden_size
+        tokens = torch.zeros(len(self.queue), width, dtype=torch.long)
+        features = torch.zeros(len(self.queue), width, size, dtype=self._shape[2])
+        for row, queued in enumerate(self.queue):
+            for i, (feature, token) in enumerate(queued):
+                tokens[row, i], features[row, i] = token, feature
+        out = self._run(tokens, features, counts)
+        last = (counts - 1).clamp(min=0)
+        rows = torch.arange(len(self.queue))
+        self.queue = [[] for _ in self.queue]
+        return out.logits[rows, last], out.prenorm[rows, last], self.cache.lengths > 0
+
+    @torch.inference_mode()
+    def propose(self, gamma: int, sampling: Sampling, draws: Draws, *, min_confidence: float = 0.0) -> Draft:
+        batch = len(self.queue)
+        self._fed = torch.zeros(batch, dtype=torch.long)
+        if gamma == 0:
+            self._last_tokens = Draft.empty(batch).tokens
+            return Draft.empty(batch)
+        logits, feature, able = self._catch_up()
+        state = {"feature": feature}
+
+        def step(token: torch.Tensor) -> torch.Tensor:
+            out = self._run(token[:, None], state["feature"][:, None], torch.ones(batch, dtype=torch.long))
+            self._fed += 1
+            state["feature"] = out.prenorm[:, -1]
+            return self.head.target_logits(out.logits[:, -1])
+
+        run = draft_autoregressively(
+            self.head.target_logits(logits), step, gamma, sampling, draws, min_confidence
+        )
+        self._last_tokens = run.draft.tokens
+        lengths = torch.where(able, run.draft.row_lengths(), 0)
+        return Draft(run.draft.tokens, run.draft.probs, lengths)
+
+    @torch.inference_mode()
+    def update(self, feedback: Feedback) -> None:
+        self.cache.rollback(self._fed)  # drafted pairs leave; the target's features replace them
+        self._fed = torch.zeros_like(self._fed)
+        features = self.head.fuse(feedback.target.hidden_states)
+        settled = zip(feedback.num_accepted.tolist(), feedback.next_token.tolist(), strict=True)
+        for row, (accepted, nxt) in enumerate(settled):
+            tokens = [*self._last_tokens[row, :accepted].tolist(), nxt]
+            self.queue[row] += [(features[row, i], token) for i, token in enumerate(tokens)]
+
+    def select_rows(self, rows: torch.Tensor) -> None:
+        self.cache.select_rows(rows)
+        self.queue = [self.queue[i] for i in rows.tolist()]
+        self._fed, self._last_tokens = self._fed[rows], self._last_tokens[rows]

@@ -1,0 +1,143 @@
+"""`train eagle3`: the training-time test learns to guess the target's next tokens at every depth, resumes
+exactly, writes heads in the speculators layout that the ``eagle3:`` drafter loads, and the trained head
+gets drafts accepted, losslessly."""
+
+import json
+
+import pytest
+import torch
+
+from specdec.cli.main import main
+from specdec.decoders import PlainDecoding, Request, SpeculativeSampling, StopCriteria
+from specdec.drafters import make_drafter
+from specdec.engine import Engine
+from specdec.models.eagle3_layout import load_head
+from specdec.pipeline import Pipeline
+from specdec.sampling import SamplingConfig, row_keys
+from specdec.training.answers import generate_answers
+from specdec.training.eagle3 import Eagle3TrainConfig, train_eagle3
+from specdec.training.primary_cache import CacheSpec, build_primary_cache
+from tiny import chains_against_fresh, make_eagle3, make_llama, make_tokenizer
+
+PROMPTS = [
+    f"{a} {b}" for a in ("the quick", "def add(a, b):", "Once upon", "a small model") for b in ("fox", "cat")
+]
+VERIFIER = {"name_or_path": "tiny", "architectures": ["LlamaForCausalLM"]}
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return make_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def target(tok):
+    return make_llama(len(tok), seed=0, layers=4)
+
+
+@pytest.fixture(scope="module")
+def answers(tmp_path_factory, tok, target):
+    pipe = Pipeline(target, tok)
+    return generate_answers(
+        pipe, PROMPTS * 4, source="tiny4", max_new_tokens=24, cache_dir=tmp_path_factory.mktemp("a")
+    )
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory, target, answers):
+    spec = CacheSpec("tiny4", (1, 2, 3), top_k=8, max_len=64)
+    return build_primary_cache(
+        target, answers, tmp_path_factory.mktemp("cache"), spec, shard_size=16, batch_size=8
+    )
+
+
+def config(tmp_path, **overrides) -> Eagle3TrainConfig:
+    settings = {"steps": 60, "batch_size": 8, "ttt_steps": 3, "lr": 3e-3, "warmup_steps": 5}
+    settings |= {"eval_every": 20, "eval_sequences": 4, "save_every": 20, "heldout_fraction": 0.1}
+    return Eagle3TrainConfig(output_dir=str(tmp_path / "run"), **(settings | overrides))
+
+
+def embeddings(target):
+    return target.get_input_embeddings().weight
+
+
+def test_the_head_learns_every_depth_and_keeps_the_best(tmp_path, target, cache):
+    best = train_eagle3(make_eagle3(target).head, embeddings(target), cache, config(tmp_path), VERIFIER)
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    first, last = log[0]["loss_per_pass"], log[-1]["loss_per_pass"]
+    assert all(b < 0.7 * a for a, b in zip(first, last, strict=True))  # every unrolled depth learned
+    evals = [r for r in log if "accepted_per_chain" in r]
+    assert max(r["accepted_per_chain"] for r in evals) > 0.5
+    saved = json.loads((best / "config.json").read_text())
+    assert saved["speculators_config"]["proposal_methods"][0]["speculative_tokens"] == 3
+    assert load_head(best).aux_layers == (1, 2, 3)
+
+
+def test_resume_reproduces_an_uninterrupted_run(tmp_path, target, cache):
+    straight = train_eagle3(
+        make_eagle3(target).head, embeddings(target), cache, config(tmp_path, steps=20), VERIFIER
+    )
+    resumed_dir = tmp_path / "two"
+    train_eagle3(
+        make_eagle3(target).head,
+        embeddings(target),
+        cache,
+        config(resumed_dir, steps=20, save_every=10),
+        VERIFIER,
+    )
+    # a run stopped at step 10 and resumed: drop its later checkpoints and go on
+    import shutil
+
+    shutil.rmtree(resumed_dir / "run" / "checkpoint-20")
+    (resumed_dir / "run" / "log.jsonl").write_text(
+        "".join(line + "\n" for line in (resumed_dir / "run" / "log.jsonl").read_text().splitlines()[:10])
+    )
+    train_eagle3(
+        make_eagle3(target).head,
+        embeddings(target),
+        cache,
+        config(resumed_dir, steps=20, resume=True),
+        VERIFIER,
+    )
+    a = load_head(straight.parent / "checkpoint-20").state_dict()
+    b = load_head(resumed_dir / "run" / "checkpoint-20").state_dict()
+    assert all(torch.allclose(a[k].float(), b[k].float(), atol=1e-6) for k in a)
+
+
+def test_the_trained_head_drafts_losslessly_with_accepted_tokens(tmp_path, tok, target, answers, cache):
+    best = train_eagle3(make_eagle3(target).head, embeddings(target), cache, config(tmp_path), VERIFIER)
+    drafter = make_drafter(f"eagle3:{best}", target, tok)
+    prompts = [a.prompt_ids for a in answers[:4]]  # chat requests, as it was trained on
+    for sampling in (SamplingConfig(), SamplingConfig(temperature=1.0, top_k=20)):
+        request = Request(prompts, sampling, StopCriteria(24), row_keys(range(4), 1))
+        outputs = []
+        for method, d in ((SpeculativeSampling(3), drafter), (PlainDecoding(), None)):
+            loop = method.loop(Engine(target), d, request)
+            while loop.active:
+                loop.step()
+            outputs.append(loop.result())
+        assert outputs[0].tokens == outputs[1].tokens
+        assert sum(map(sum, outputs[0].from_draft)) > 0  # drafts were accepted: the test means something
+    same, accepted = chains_against_fresh(
+        lambda: make_drafter(f"eagle3:{best}", target, tok), target, prompts[0]
+    )
+    assert all(same) and accepted > 0  # through partial acceptances, the cache holds the settled text
+
+
+def test_the_cli_trains_a_head_for_a_target_folder(tmp_path, tiny_model_dir, tok):
+    two_layers = make_llama(len(tok), seed=0)  # the model saved in tiny_model_dir
+    answers = generate_answers(
+        Pipeline(two_layers, tok), PROMPTS, source="tiny2", max_new_tokens=12, cache_dir=tmp_path
+    )
+    build_primary_cache(
+        two_layers, answers, tmp_path / "cache", CacheSpec("t", (0, 1, 2), 8, 64), shard_size=8
+    )
+    main(
+        ["train", "eagle3", "--target", str(tiny_model_dir), "--cache", str(tmp_path / "cache"),
+         "--output", str(tmp_path / "run"), "--aux-layers", "0,1,2", "--draft-vocab", "full", "--steps", "4",
+         "--eval-every", "2", "--save-every", "2", "--eval-sequences", "2", "--heldout-fraction", "0.2",
+         "--bf16", "off"]
+    )  # fmt: skip
+    config = json.loads((tmp_path / "run" / "best" / "config.json").read_text())
+    assert config["eagle_aux_hidden_state_layer_ids"] == [0, 1, 2] and config["norm_before_residual"] is False
+    assert config["draft_vocab_size"] == len(tok)

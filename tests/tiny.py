@@ -165,6 +165,14 @@ def make_eagle3(target, seed: int = 0, draft_ids=None):
     return Eagle3Drafter(head, target.get_input_embeddings().weight)
 
 
+def chain_of(draft) -> list[int]:
+    """Row 0's chain: a chain draft's tokens, or a top-k tree's chain nodes (each the child of the last)."""
+    if draft.parents is None:
+        return draft.tokens[0, : int(draft.row_lengths()[0])].tolist()
+    depth = next((i for i, p in enumerate(draft.parents) if p != i - 1), len(draft.parents))
+    return draft.tokens[0, :depth].tolist()
+
+
 def fresh_chain(drafter, target, sequence: list[int], gamma: int = 3) -> list[int]:
     """The greedy chain ``drafter`` proposes when it starts on ``sequence`` (its last token pending)."""
     from specdec.engine import Engine
@@ -173,8 +181,7 @@ def fresh_chain(drafter, target, sequence: list[int], gamma: int = 3) -> list[in
     engine = Engine(target)
     prefill = engine.start([sequence], extra_slots=8, hidden_layers=drafter.target_hidden_layers)
     drafter.begin([sequence], prefill)
-    draft = drafter.propose(gamma, SamplingConfig(), KeyedDraws([0], [0]))
-    return draft.tokens[0, : int(draft.row_lengths()[0])].tolist()
+    return chain_of(drafter.propose(gamma, SamplingConfig(), KeyedDraws([0], [0])))
 
 
 def chains_against_fresh(
@@ -182,7 +189,7 @@ def chains_against_fresh(
 ) -> tuple[list[bool], int]:
     """Greedy SpS (γ 3) with ``make_drafter()``: per step, whether its chain equals the one a new drafter
     proposes on the text settled so far (its cache kept nothing it should have dropped, and lost
-    nothing), and how many draft tokens were accepted in all."""
+    nothing; for a tree drafter, its chain), and how many draft tokens were accepted in all."""
     from specdec.decoders import Request, SpeculativeSampling, StopCriteria
     from specdec.engine import Engine
     from specdec.sampling import SamplingConfig, row_keys
@@ -192,7 +199,7 @@ def chains_against_fresh(
 
     def recording(gamma, sampling, draws, *, min_confidence=0.0):
         draft = propose(gamma, sampling, draws, min_confidence=min_confidence)
-        chains.append(draft.tokens[0, : int(draft.row_lengths()[0])].tolist())
+        chains.append(chain_of(draft))
         return draft
 
     drafter.propose = recording

@@ -68,3 +68,17 @@ def test_tree_specs_and_bild(cached, tok, tiny_model_dir):
     pipe = Pipeline(cached.target, tok, drafter=drafter)
     with pytest.raises(InvalidArgumentError, match="trees"):
         pipe.generate(PROMPTS, method=BiLD(0.3, 0.0, 4), max_new_tokens=4)
+
+
+@pytest.mark.parametrize("width", [2, 3])
+def test_eagle3_top_k_trees_are_lossless(cached, tok, plain, width):
+    from specdec.drafters.eagle3 import Eagle3Drafter
+    from tiny import make_eagle3
+
+    base = make_eagle3(cached.target)
+    pipe = Pipeline(cached.target, tok, drafter=Eagle3Drafter(base.head, base.embeddings, tree_width=width))
+    for gamma in (3, "adaptive"):
+        method = SpeculativeSampling(gamma)
+        assert pipe.generate(PROMPTS, method=method, max_new_tokens=24).token_ids == plain["greedy"].token_ids
+        sampled = pipe.generate(PROMPTS, method=method, max_new_tokens=24, **SAMPLING)
+        assert sampled.token_ids == plain["sampled"].token_ids

@@ -2,6 +2,7 @@
 exactly, writes heads in the speculators layout that the ``eagle3:`` drafter loads, and the trained head
 gets drafts accepted, losslessly."""
 
+import itertools
 import json
 
 import pytest
@@ -22,6 +23,7 @@ from tiny import chains_against_fresh, make_eagle3, make_llama, make_tokenizer
 PROMPTS = [
     f"{a} {b}" for a in ("the quick", "def add(a, b):", "Once upon", "a small model") for b in ("fox", "cat")
 ]
+SAMPLED = SamplingConfig(temperature=1.0, top_k=20)
 VERIFIER = {"name_or_path": "tiny", "architectures": ["LlamaForCausalLM"]}
 
 
@@ -106,9 +108,9 @@ def test_resume_reproduces_an_uninterrupted_run(tmp_path, target, cache):
 
 def test_the_trained_head_drafts_losslessly_with_accepted_tokens(tmp_path, tok, target, answers, cache):
     best = train_eagle3(make_eagle3(target).head, embeddings(target), cache, config(tmp_path), VERIFIER)
-    drafter = make_drafter(f"eagle3:{best}", target, tok)
     prompts = [a.prompt_ids for a in answers[:4]]  # chat requests, as it was trained on
-    for sampling in (SamplingConfig(), SamplingConfig(temperature=1.0, top_k=20)):
+    for spec, sampling in itertools.product(("eagle3:", "tree-2:eagle3:"), (SamplingConfig(), SAMPLED)):
+        drafter = make_drafter(f"{spec}{best}", target, tok)
         request = Request(prompts, sampling, StopCriteria(24), row_keys(range(4), 1))
         outputs = []
         for method, d in ((SpeculativeSampling(3), drafter), (PlainDecoding(), None)):
@@ -118,10 +120,11 @@ def test_the_trained_head_drafts_losslessly_with_accepted_tokens(tmp_path, tok, 
             outputs.append(loop.result())
         assert outputs[0].tokens == outputs[1].tokens
         assert sum(map(sum, outputs[0].from_draft)) > 0  # drafts were accepted: the test means something
-    same, accepted = chains_against_fresh(
-        lambda: make_drafter(f"eagle3:{best}", target, tok), target, prompts[0]
-    )
-    assert all(same) and accepted > 0  # through partial acceptances, the cache holds the settled text
+    for spec in ("eagle3:", "tree-2:eagle3:"):  # through partial acceptances (a kept sibling too)
+        same, accepted = chains_against_fresh(
+            lambda spec=spec: make_drafter(f"{spec}{best}", target, tok), target, prompts[0]
+        )
+        assert all(same) and accepted > 0  # the cache holds the settled text
 
 
 def test_the_cli_trains_a_head_for_a_target_folder(tmp_path, tiny_model_dir, tok):

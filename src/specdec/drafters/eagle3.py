@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.drafters.base import Draft, Drafter, Feedback
+from specdec.drafters.model import with_siblings
 from specdec.drafters.small_model import draft_autoregressively
 from specdec.engine import ExtendOutput
 from specdec.errors import InvalidArgumentError
@@ -80,12 +81,18 @@ class RaggedCache:
 
 
 class Eagle3Drafter(Drafter):
-    """Drafts chains with ``head`` for the target whose input ``embeddings`` it shares."""
+    """Drafts with ``head`` for the target whose input ``embeddings`` it shares: its chain, or with
+    ``tree_width`` k > 1 a top-k tree (the chain and, at each depth, the next k − 1 likeliest tokens)."""
 
     has_confidence = True
 
-    def __init__(self, head: Eagle3Head, embeddings: torch.Tensor, *, name: str = "eagle3"):
+    def __init__(
+        self, head: Eagle3Head, embeddings: torch.Tensor, *, tree_width: int = 1, name: str = "eagle3"
+    ):
+        if isinstance(tree_width, bool) or not isinstance(tree_width, int) or tree_width < 1:
+            raise InvalidArgumentError(f"tree_width must be an integer >= 1, got {tree_width!r}")
         self.head, self.embeddings, self.name = head.eval(), embeddings.detach(), name
+        self.tree_width, self.proposes_trees = tree_width, tree_width > 1
         self.target_hidden_layers = head.aux_layers
         attention = head.layers[0].self_attn
         self._shape = (attention.kv_heads, attention.head_dim, head.fc.weight.dtype)
@@ -174,8 +181,12 @@ class Eagle3Drafter(Drafter):
         run = draft_autoregressively(
             self.head.target_logits(logits), step, gamma, sampling, draws, min_confidence
         )
+        if self.proposes_trees:
+            tree = with_siblings(run, self.tree_width)
+            self._last_tokens = tree.tokens
+            return tree
         self._last_tokens = run.draft.tokens
-        lengths = torch.where(able, run.draft.row_lengths(), 0)
+        lengths = torch.where(able, run.draft.row_lengths(), 0)  # rows with no pair yet guess nothing
         return Draft(run.draft.tokens, run.draft.probs, lengths)
 
     @torch.inference_mode()
@@ -185,8 +196,10 @@ class Eagle3Drafter(Drafter):
         features = self.head.fuse(feedback.target.hidden_states)
         settled = zip(feedback.num_accepted.tolist(), feedback.next_token.tolist(), strict=True)
         for row, (accepted, nxt) in enumerate(settled):
-            tokens = [*self._last_tokens[row, :accepted].tolist(), nxt]
-            self.queue[row] += [(features[row, i], token) for i, token in enumerate(tokens)]
+            nodes = list(range(accepted)) if feedback.path is None else feedback.path[row, :accepted].tolist()
+            tokens = [*self._last_tokens[row, nodes].tolist(), nxt]
+            at = [0, *(1 + node for node in nodes)]  # block positions: the pending token, then kept nodes
+            self.queue[row] += [(features[row, i], token) for i, token in zip(at, tokens, strict=True)]
 
     def select_rows(self, rows: torch.Tensor) -> None:
         self.cache.select_rows(rows)

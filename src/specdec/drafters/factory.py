@@ -40,6 +40,7 @@ DRAFTER_SPECS: tuple[tuple[str, str], ...] = (
     ("tandem:PATH", "a Tandem secondary reading the target's hidden states (Tandem + SPEED)"),
     ("tandem+router:PATH", "the same with its adaptive block length router (PATH/router)"),
     ("eagle3:PATH", "an EAGLE-3 head (speculators layout) reading three of the target's hidden states"),
+    ("tree-K:eagle3:PATH", "the head's chain plus its next K-1 likeliest tokens at each depth (a tree)"),
     (
         "bita:PATH, bita[SHAPE]:PATH",
         "a BiTA adapter: the target drafts for itself; SHAPE efficient, straight, "
@@ -85,10 +86,8 @@ def make_drafter(
         if shape == "auto" or (not shape and (folder / TREE_SHAPE_FILE).is_file()):
             shape = chosen_tree_shape(folder)
         return BiTADrafter(adapter, shape or "efficient", name=spec)
-    if spec.startswith("eagle3:"):
-        depth = target.config.get_text_config().num_hidden_layers
-        head = load_head(Path(spec.removeprefix("eagle3:")), depth)
-        return Eagle3Drafter(head, target.get_input_embeddings().weight, name=spec)
+    if spec.startswith("eagle3:") or (spec.startswith("tree-") and ":eagle3:" in spec):
+        return eagle3_drafter(spec, target)
     if spec.startswith("lookup+"):
         return LookupThenModelDrafter(
             small_model_drafter(spec.removeprefix("lookup+"), tokenizer, **load_kwargs), name=spec
@@ -130,6 +129,19 @@ def small_model_drafter(name: str, tokenizer: PreTrainedTokenizerBase | None, **
     loaded = load_model(spec, **(load_kwargs if dtype is None else {**load_kwargs, "dtype": dtype}))
     keep = None if size is None else top_tokens(vocab_folder(spec), size, eos_ids(loaded.model))
     return ModelDrafter(loaded.model, loaded.tokenizer, name=name, tree_width=width, vocab=keep, int8=int8)
+
+
+def eagle3_drafter(spec: str, target: PreTrainedModel) -> Eagle3Drafter:
+    """``eagle3:PATH`` or ``tree-K:eagle3:PATH``: a head in the speculators layout, drafting a chain or a
+    tree."""
+    prefix, _, path = spec.partition("eagle3:")
+    width = prefix.removeprefix("tree-").removesuffix(":")
+    if prefix and (not prefix.startswith("tree-") or not width.isdigit() or int(width) < 2):
+        raise InvalidArgumentError(
+            f"drafter {spec!r}: expected eagle3:PATH or tree-K:eagle3:PATH with K >= 2"
+        )
+    head = load_head(Path(path), target.config.get_text_config().num_hidden_layers)
+    return Eagle3Drafter(head, target.get_input_embeddings().weight, tree_width=int(width or 1), name=spec)
 
 
 def eos_ids(model: PreTrainedModel) -> list[int]:

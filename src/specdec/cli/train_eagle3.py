@@ -51,6 +51,7 @@ def draft_vocabulary(spec: str, model) -> torch.Tensor | None:  # noqa: F821
 
 
 def run_train_eagle3(args: argparse.Namespace) -> Path:
+    import torch
     from transformers import LlamaConfig
 
     from specdec.benchmarks.report import machine_info
@@ -77,6 +78,7 @@ def run_train_eagle3(args: argparse.Namespace) -> Path:
     if args.init_from is not None:
         head = load_head(args.init_from, text.num_hidden_layers)
     else:
+        torch.manual_seed(args.seed)  # the head's initial weights, the same for every process and rerun
         layer = LlamaConfig(**{**text.to_dict(), "num_hidden_layers": 1, "tie_word_embeddings": False})
         head = Eagle3Head(layer, aux, text.hidden_size, draft_vocabulary(args.draft_vocab, target))
     config = Eagle3TrainConfig(

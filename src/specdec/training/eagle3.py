@@ -18,11 +18,13 @@ import json
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from accelerate import Accelerator
+from accelerate.utils import broadcast
 from tqdm.auto import tqdm
 
 from specdec.errors import InvalidArgumentError
@@ -31,7 +33,15 @@ from specdec.models.eagle3 import Eagle3Head
 from specdec.models.eagle3_layout import load_head, save_head
 from specdec.training.primary_cache import PrimaryCache
 from specdec.training.tandem import split
-from specdec.training.trainer import checkpoints_in, load_trainer_state, save_trainer_state, warmup_cosine
+from specdec.training.trainer import (
+    batch_mean,
+    checkpoints_in,
+    global_denominator,
+    load_trainer_state,
+    rank_picks,
+    save_trainer_state,
+    warmup_cosine,
+)
 
 LOSS_DECAY = 0.8  # EAGLE-3's weight of the j-th unrolled pass: 0.8^j
 
@@ -120,10 +130,11 @@ def draft_index(head: Eagle3Head) -> torch.Tensor:
 
 
 def ttt_loss(
-    logits: list[torch.Tensor], batch: dict, index: torch.Tensor
+    logits: list[torch.Tensor], batch: dict, index: torch.Tensor, denominator=lambda n: max(float(n), 1.0)
 ) -> tuple[torch.Tensor, list[float]]:
-    """Σ_j 0.8^j · soft CE of pass j to the target's top-k (renormalised on the draft vocabulary), over Σ_j
-    0.8^j."""
+    """Σ_j 0.8^j · soft CE of pass j to the target's top-k (renormalised on the draft vocabulary), over
+    Σ_j 0.8^j. Each pass's sum is divided by ``denominator(positions)``: its position count in one
+    process, the batch's count spread over the processes in several (see ``global_denominator``)."""
     total, weights, per_pass = logits[0].new_zeros((), dtype=torch.float32), 0.0, []
     for j, step_logits in enumerate(logits):
         where, values, ids = pass_targets(batch, j, step_logits.shape[1])
@@ -131,10 +142,10 @@ def ttt_loss(
         draft_ids = index[ids[where]]
         teacher = torch.softmax(values[where].float(), -1) * (draft_ids >= 0)
         mass = teacher.sum(-1, keepdim=True)
-        kept = mass[:, 0] > 0
+        kept = mass[:, 0] > 0  # positions whose top-k reaches the draft vocabulary at all
         teacher = teacher[kept] / mass[kept]
-        loss = -(teacher * log_p[kept].gather(-1, draft_ids[kept].clamp(min=0))).sum(-1).mean()
-        loss = torch.nan_to_num(loss)  # a batch without answer positions at this depth
+        summed = -(teacher * log_p[kept].gather(-1, draft_ids[kept].clamp(min=0))).sum()
+        loss = summed / denominator(int(kept.sum()))
         total = total + LOSS_DECAY**j * loss
         weights += LOSS_DECAY**j
         per_pass.append(loss.item())
@@ -180,10 +191,17 @@ def check_cache(head: Eagle3Head, cache: PrimaryCache) -> None:
         )
 
 
-def _optimise(model, loss: torch.Tensor, optimizer, scheduler, accelerator, grad_clip: float) -> None:
-    accelerator.backward(loss)
+def _optimise(
+    head: Eagle3Head, loss: torch.Tensor, optimizer, scheduler, accelerator, grad_clip: float
+) -> None:
+    """One step on ``loss``; with several processes on the batch's gradient (their mean: see ttt_loss)."""
+    loss.backward()
+    if accelerator.num_processes > 1:
+        for parameter in head.parameters():
+            if parameter.grad is not None:
+                parameter.grad = accelerator.reduce(parameter.grad, reduction="mean")
     if grad_clip:
-        accelerator.clip_grad_norm_(model.parameters(), grad_clip)
+        torch.nn.utils.clip_grad_norm_(head.parameters(), grad_clip)
     optimizer.step()
     scheduler.step()
     optimizer.zero_grad()
@@ -198,8 +216,6 @@ def train_eagle3(
     output = Path(config.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
-    if accelerator.num_processes > 1:  # the unrolled passes call the head's parts, past DDP's wrapper
-        raise InvalidArgumentError("train eagle3 runs in one process for now (no accelerate launch)")
     train_ids, heldout_ids = split(cache, config.heldout_fraction)
     heldout_ids = range(heldout_ids.start, min(heldout_ids.stop, heldout_ids.start + config.eval_sequences))
     checkpoints = checkpoints_in(output) if config.resume else []
@@ -210,27 +226,30 @@ def train_eagle3(
     start, best, tokens_seen = (
         load_trainer_state(checkpoints[-1], optimizer, scheduler) if checkpoints else (0, None, 0)
     )
-    model, optimizer, scheduler = accelerator.prepare(head, optimizer, scheduler)
-    model.train()
+    model = head.to(accelerator.device).train()  # not DDP-wrapped: the passes call its parts (see _optimise)
+    if accelerator.num_processes > 1:  # every process starts from the main process's weights, as DDP does
+        for tensor in model.state_dict().values():
+            tensor.copy_(broadcast(tensor.clone(), from_process=0))
+    denominator = partial(global_denominator, accelerator=accelerator)
     if accelerator.is_main_process and not (config.resume and (output / "train_config.json").is_file()):
         (output / "train_config.json").write_text(json.dumps(asdict(config), indent=1))
 
     def save(folder: Path, step: int) -> None:
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
-            save_head(accelerator.unwrap_model(model), folder, verifier, speculative_tokens=config.ttt_steps)
+            save_head(model, folder, verifier, speculative_tokens=config.ttt_steps)
             save_trainer_state(folder, step, best, tokens_seen, optimizer, scheduler)
 
     autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
-    rank_seed, started = config.seed + 1_000 * accelerator.process_index, time.perf_counter()
+    started = time.perf_counter()
     for step in tqdm(range(start, config.steps), initial=start, total=config.steps, desc="train eagle3"):
-        generator = torch.Generator().manual_seed(rank_seed * 1_000_003 + step)
-        picks = torch.randint(0, len(train_ids), (config.batch_size,), generator=generator).tolist()
+        picks, _ = rank_picks(len(train_ids), config.batch_size, config.seed, step, accelerator)
         batch = on_device(cache.batch([train_ids[i] for i in picks]), accelerator.device)
         with autocast:
-            logits = unrolled_logits(accelerator.unwrap_model(model), embeddings, batch, config.ttt_steps)
-        loss, per_pass = ttt_loss(logits, batch, index)
+            logits = unrolled_logits(model, embeddings, batch, config.ttt_steps)
+        loss, per_pass = ttt_loss(logits, batch, index, denominator)
         _optimise(model, loss, optimizer, scheduler, accelerator, config.grad_clip)
+        loss = batch_mean(loss, accelerator)
         tokens_seen += int((batch["next_is_answer"] & batch["valid"]).sum())
         record = {
             "step": step + 1,
@@ -241,9 +260,7 @@ def train_eagle3(
         record |= {"tokens_seen": tokens_seen, "elapsed_s": round(time.perf_counter() - started, 1)}
         last = step + 1 == config.steps
         if (step + 1) % config.eval_every == 0 or last:
-            record |= evaluate_head(
-                accelerator.unwrap_model(model), embeddings, cache, heldout_ids, config.ttt_steps
-            )
+            record |= evaluate_head(model, embeddings, cache, heldout_ids, config.ttt_steps)
             if best is None or record["accepted_per_chain"] > best["accepted_per_chain"]:
                 best = {"step": step + 1} | {
                     k: v for k, v in record.items() if k.startswith(("heldout", "accepted"))

@@ -34,9 +34,12 @@ from specdec.models.tandem import TandemModel, fixed_blocks, logits_at
 from specdec.training.primary_cache import PrimaryCache
 from specdec.training.trainer import (
     TRAINER_STATE_FILE,
+    batch_mean,
     checkpoints_in,
     freeze_vocabulary,
+    global_denominator,
     load_trainer_state,
+    rank_picks,
     save_trainer_state,
     warmup_cosine,
 )
@@ -245,7 +248,6 @@ def train_tandem(
             save_trainer_state(folder, step, best, tokens_seen, optimizer, scheduler)
 
     autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
-    rank_seed = config.seed + 1_000 * accelerator.process_index
     started = time.perf_counter()
     bar = tqdm(
         range(start_step, config.steps),
@@ -254,8 +256,7 @@ def train_tandem(
         desc=f"train {config.architecture}",
     )
     for step in bar:
-        generator = torch.Generator().manual_seed(rank_seed * 1_000_003 + step)
-        picks = torch.randint(0, len(train_ids), (config.batch_size,), generator=generator).tolist()
+        picks, generator = rank_picks(len(train_ids), config.batch_size, config.seed, step, accelerator)
         offset = int(torch.randint(0, config.gamma, (1,), generator=generator))
         batch = cache.batch([train_ids[i] for i in picks])
         batch = {k: v.to(accelerator.device) if torch.is_tensor(v) else v for k, v in batch.items()}
@@ -272,7 +273,10 @@ def train_tandem(
         ce, kd = losses(logits, batch, config.temperature)
         weight = config.weight_at(step)
         loss = ce if weight == 0 else (1 - weight) * ce + weight * kd
-        accelerator.backward(loss)
+        positions = int(answer_positions(batch).sum())
+        share = positions / global_denominator(positions, accelerator)  # 1 in one process
+        accelerator.backward(loss * share)
+        loss = batch_mean(loss * share, accelerator)
         if config.grad_clip:
             accelerator.clip_grad_norm_(params, config.grad_clip)
         optimizer.step()

@@ -109,6 +109,39 @@ def load_trainer_state(checkpoint: Path, optimizer, scheduler) -> tuple[int, dic
     return state["step"], state["best"], state["tokens_seen"]
 
 
+def rank_picks(
+    count: int, batch_size: int, seed: int, step: int, accelerator
+) -> tuple[list[int], torch.Generator]:
+    """This process's share of step ``step``'s batch of ``batch_size`` indices in [0, ``count``): the batch is
+    drawn by (seed, step) alone and dealt out by rank, so N processes together train on what one process
+    trains on. Also the generator, for anything else the step draws (the same in every process)."""
+    world = accelerator.num_processes
+    if batch_size % world:
+        raise InvalidArgumentError(
+            f"a batch of {batch_size} sequences does not split evenly over {world} processes"
+        )
+    generator = torch.Generator().manual_seed(seed * 1_000_003 + step)
+    picks = torch.randint(0, count, (batch_size,), generator=generator).tolist()
+    return picks[accelerator.process_index :: world], generator
+
+
+def global_denominator(count: float, accelerator) -> float:
+    """What a process divides its loss sum by so that the gradients DDP averages over N processes are those
+    of the whole batch's mean: the batch's ``count`` (summed over processes) / N; ``count`` alone in one."""
+    world = accelerator.num_processes
+    if world == 1:
+        return max(float(count), 1.0)
+    total = accelerator.reduce(torch.tensor(float(count), device=accelerator.device), reduction="sum")
+    return max(float(total), 1.0) / world
+
+
+def batch_mean(share: torch.Tensor, accelerator) -> torch.Tensor:
+    """The whole batch's mean loss from each process's ``share`` (its loss × positions / denominator)."""
+    if accelerator.num_processes == 1:
+        return share.detach()
+    return accelerator.reduce(share.detach(), reduction="sum") / accelerator.num_processes
+
+
 def freeze_vocabulary(model: PreTrainedModel) -> None:
     """Keep the input embeddings and the output head as they are (the target's shared vocabulary)."""
     model.get_input_embeddings().weight.requires_grad_(False)

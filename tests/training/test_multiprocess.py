@@ -94,6 +94,7 @@ def test_two_processes_train_as_one_at_the_same_global_batch(tmp_path, tiny_mode
     one = train(command, tmp_path / "one", 1)
     two = train(command, tmp_path / "two", 2)
     assert [r["step"] for r in two] == [1, 2, 3, 4]
+    assert [r["tokens_seen"] for r in two] == [r["tokens_seen"] for r in one]
     assert [r["loss"] for r in two] == pytest.approx([r["loss"] for r in one], rel=1e-4)
     assert one[0]["loss"] != pytest.approx(
         one[-1]["loss"], rel=1e-3

@@ -34,6 +34,7 @@ from specdec.models.eagle3_layout import load_head, save_head
 from specdec.training.primary_cache import PrimaryCache
 from specdec.training.tandem import split
 from specdec.training.trainer import (
+    batch_count,
     batch_mean,
     checkpoints_in,
     global_denominator,
@@ -250,7 +251,7 @@ def train_eagle3(
         loss, per_pass = ttt_loss(logits, batch, index, denominator)
         _optimise(model, loss, optimizer, scheduler, accelerator, config.grad_clip)
         loss = batch_mean(loss, accelerator)
-        tokens_seen += int((batch["next_is_answer"] & batch["valid"]).sum())
+        tokens_seen += batch_count(int((batch["next_is_answer"] & batch["valid"]).sum()), accelerator)
         record = {
             "step": step + 1,
             "loss": loss.item(),

@@ -34,6 +34,7 @@ from specdec.models.tandem import TandemModel, fixed_blocks, logits_at
 from specdec.training.primary_cache import PrimaryCache
 from specdec.training.trainer import (
     TRAINER_STATE_FILE,
+    batch_count,
     batch_mean,
     checkpoints_in,
     freeze_vocabulary,
@@ -282,7 +283,7 @@ def train_tandem(
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad()
-        tokens_seen += int((batch["next_is_answer"] & batch["valid"]).sum())
+        tokens_seen += batch_count(int((batch["next_is_answer"] & batch["valid"]).sum()), accelerator)
         record = {
             "step": step + 1,
             "loss": loss.item(),

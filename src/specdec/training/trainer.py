@@ -125,6 +125,13 @@ def rank_picks(
     return picks[accelerator.process_index :: world], generator
 
 
+def batch_count(count: int, accelerator) -> int:
+    """``count`` summed over the processes: the whole batch's (answer positions, for tokens seen)."""
+    if accelerator.num_processes == 1:
+        return int(count)
+    return int(accelerator.reduce(torch.tensor(int(count), device=accelerator.device), reduction="sum"))
+
+
 def global_denominator(count: float, accelerator) -> float:
     """What a process divides its loss sum by so that the gradients DDP averages over N processes are those
     of the whole batch's mean: the batch's ``count`` (summed over processes) / N; ``count`` alone in one."""

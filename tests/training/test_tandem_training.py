@@ -4,9 +4,12 @@ trains on the same batches."""
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from transformers import AutoModelForCausalLM
 
 from specdec.cli.main import main
@@ -17,8 +20,8 @@ from specdec.models.tandem import TandemModel, primary_signature
 from specdec.pipeline import Pipeline
 from specdec.training import DraftShape, build_draft, generate_answers
 from specdec.training import primary_cache as cache_module
-from specdec.training.primary_cache import CacheSpec, PrimaryCache, build_primary_cache, sequence_of
-from specdec.training.tandem import TandemTrainConfig, evaluate_on_cache, split, train_tandem
+from specdec.training.primary_cache import CacheSpec, PrimaryCache, build_primary_cache, sequence_of, split
+from specdec.training.tandem import TandemTrainConfig, evaluate_on_cache, train_tandem
 from tiny import make_llama, make_tokenizer
 
 PROMPTS = [
@@ -101,6 +104,52 @@ def test_the_cache_resumes_at_the_first_missing_shard(tmp_path, primary, answers
     assert {p.name: (p / "tokens.npy").read_bytes() for p in folder.glob("shard-*")} == before
     with pytest.raises(InvalidArgumentError, match="built differently"):
         build_primary_cache(primary, answers[:40], folder, CacheSpec("tiny", (1,), 4, 64), shard_size=16)
+
+
+def test_several_caches_read_as_one_in_order_with_the_layers_they_share(tmp_path, primary, answers, cache):
+    other = build_primary_cache(
+        primary, answers[:20], tmp_path / "b", CacheSpec("tiny", (2,), 8, 64), shard_size=16
+    )
+    both = PrimaryCache([*cache.folders, tmp_path / "b"])
+    assert len(both) == len(cache) + 20 and both.parts == [
+        range(len(cache)),
+        range(len(cache), len(cache) + 20),
+    ]
+    assert both.hidden_layers == (2,) and both.meta == {"parts": [cache.meta, other.meta]}
+    for index in (0, len(cache) - 1):
+        assert both.sequence(index)["tokens"].tolist() == cache.sequence(index)["tokens"].tolist()
+    for index in (0, 19):
+        assert (
+            both.sequence(len(cache) + index)["tokens"].tolist() == other.sequence(index)["tokens"].tolist()
+        )
+    batch = both.batch([0, len(cache) + 3])
+    assert set(batch["hidden"]) == {2} and batch["topk_ids"].shape[-1] == 8
+    build_primary_cache(primary, answers[:5], tmp_path / "k4", CacheSpec("tiny", (2,), 4, 64), shard_size=16)
+    with pytest.raises(InvalidArgumentError, match="must agree on 'top_k'"):
+        PrimaryCache([tmp_path / "b", tmp_path / "k4"])
+    with pytest.raises(DataNotFoundError, match="no primary cache"):
+        PrimaryCache([tmp_path / "b", tmp_path / "missing"])
+
+
+@given(
+    sizes=st.lists(st.integers(1, 60), min_size=1, max_size=5),
+    fraction=st.floats(0.01, 0.99),
+    prefix=st.integers(1, 10),
+)
+def test_the_heldout_split_takes_every_folders_tail_and_any_prefix_spans_the_folders(sizes, fraction, prefix):
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    parts = [range(start, start + size) for start, size in zip(starts, sizes, strict=True)]
+    train, heldout = split(SimpleNamespace(parts=parts), fraction)
+    assert sorted([*train, *heldout]) == list(range(sum(sizes))) and not set(train) & set(heldout)
+    for part in parts:
+        mine = [i for i in heldout if i in part]
+        assert mine == list(part[len(part) - max(1, int(len(part) * fraction)) :])  # the tail, in order
+    assert len({next(j for j, p in enumerate(parts) if i in p) for i in heldout[:prefix]}) == min(
+        prefix, len(parts)
+    )
+    if len(parts) == 1:  # one folder: the split the trainers always made
+        held = max(1, int(sizes[0] * fraction))
+        assert (train, heldout) == (range(sizes[0] - held), range(sizes[0] - held, sizes[0]))
 
 
 def tandem_for(primary, seed=0):
@@ -336,7 +385,7 @@ def test_router_trains_and_sets_the_block_length(tmp_path, tok, primary, cache):
     assert drafts[0.0] == 0 and drafts[1.0] > 3 and drafts[0.0] <= drafts[0.5] <= drafts[1.0]
     assert (
         main(
-            ["train", "router", "--tandem", str(best), "--cache", str(cache.shards[0].parent), "--steps", "3"]
+            ["train", "router", "--tandem", str(best), "--cache", str(cache.folders[0]), "--steps", "3"]
         )
         == 0
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -27,8 +28,8 @@ from specdec.benchmarks.report import machine_info
 from specdec.errors import InvalidArgumentError
 from specdec.models.router import total_variation_topk
 from specdec.models.tandem import CONFIG_FILE as TANDEM_CONFIG
-from specdec.training.primary_cache import PrimaryCache
-from specdec.training.tandem import evaluate_on_cache, load_checkpoint, split, student_logits
+from specdec.training.primary_cache import PrimaryCache, split
+from specdec.training.tandem import evaluate_on_cache, load_checkpoint, student_logits
 
 
 def _named(values: list[str], what: str) -> dict[str, Path]:
@@ -71,21 +72,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", type=Path, default=Path("benchmarks/results/tandem_budget.png"))
 
 
-def heldout_range(cache: PrimaryCache, fraction: float, skip: int, limit: int) -> range:
+def heldout_range(cache: PrimaryCache, fraction: float, skip: int, limit: int) -> Sequence[int]:
     """The held-out tail, after the sequences checkpoint selection used (none left: all of it)."""
     _, heldout = split(cache, fraction)
-    start = heldout.start + skip if heldout.start + skip < heldout.stop else heldout.start
-    return range(start, min(heldout.stop, start + limit))
+    start = skip if skip < len(heldout) else 0
+    return heldout[start : start + limit]
 
 
 @torch.no_grad()
-def table_one(model, cache: PrimaryCache, indices: range, gamma_train: int, batch: int = 8) -> dict:
+def table_one(model, cache: PrimaryCache, indices: Sequence[int], gamma_train: int, batch: int = 8) -> dict:
     """Accuracy and CE against the next token, agreement and mean TV against the primary (Table 1)."""
     was_training = model.training
     model.eval()
     correct = ce = agree = tv = positions = 0.0
-    for start in range(indices.start, indices.stop, batch):
-        data = cache.batch(range(start, min(start + batch, indices.stop)))
+    for start in range(0, len(indices), batch):
+        data = cache.batch(indices[start : start + batch])
         mask = (data["next_is_answer"] & data["valid"])[:, :-1]
         logits = student_logits(model, data, gamma_train)[:, :-1].float()
         truth = data["tokens"][:, 1:]

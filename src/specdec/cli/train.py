@@ -250,7 +250,13 @@ def run_export(args: argparse.Namespace) -> Path:
 
 def add_tandem_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default="smollm2-135m", help="the primary")
-    parser.add_argument("--cache", type=Path, required=True, help="primary cache from `specdec data primary`")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        action="append",
+        required=True,
+        help="primary cache from `specdec data primary`; repeat to read several as one (held-out from each)",
+    )
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument(
         "--architecture",
@@ -364,7 +370,7 @@ def run_train_tandem(args: argparse.Namespace) -> Path:
         bf16=args.bf16 == "on" or (args.bf16 == "auto" and bf16_pays()),
         extra={
             "target": args.target,
-            "cache": str(args.cache),
+            "cache": [str(folder) for folder in args.cache],
             "cache_meta": cache.meta,
             "machine": machine_info(),
         },
@@ -423,7 +429,13 @@ def add_router_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="a trained Tandem secondary (the router goes in TANDEM/router)",
     )
-    parser.add_argument("--cache", type=Path, required=True, help="primary cache from `specdec data primary`")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        action="append",
+        required=True,
+        help="primary cache from `specdec data primary`; repeat to read several as one (held-out from each)",
+    )
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--lr", type=float, default=1e-3)

@@ -8,7 +8,13 @@ from pathlib import Path
 
 def add_eagle3_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default="smollm2-135m", help="the frozen model the head drafts for")
-    parser.add_argument("--cache", type=Path, required=True, help="primary cache with the aux hidden states")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        action="append",
+        required=True,
+        help="primary cache with the aux hidden states; repeat to read several as one (held-out from each)",
+    )
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument(
         "--aux-layers", default=None, help="target hidden-state indices read, e.g. 2,15,27 (default: vLLM's)"
@@ -97,7 +103,7 @@ def run_train_eagle3(args: argparse.Namespace) -> Path:
         bf16=args.bf16 == "on" or (args.bf16 == "auto" and bf16_pays()),
         extra={
             "target": args.target,
-            "cache": str(args.cache),
+            "cache": [str(folder) for folder in args.cache],
             "cache_meta": cache.meta,
             "draft_vocab": args.draft_vocab,
             "init_from": None if args.init_from is None else str(args.init_from),

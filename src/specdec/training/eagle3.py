@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -31,8 +32,7 @@ from specdec.errors import InvalidArgumentError
 from specdec.inputs import check_count
 from specdec.models.eagle3 import Eagle3Head
 from specdec.models.eagle3_layout import load_head, save_head
-from specdec.training.primary_cache import PrimaryCache
-from specdec.training.tandem import split
+from specdec.training.primary_cache import PrimaryCache, split
 from specdec.training.trainer import (
     batch_count,
     batch_mean,
@@ -155,15 +155,15 @@ def ttt_loss(
 
 @torch.no_grad()
 def evaluate_head(
-    head: Eagle3Head, embeddings, cache: PrimaryCache, indices: range, depth: int, batch: int = 8
+    head: Eagle3Head, embeddings, cache: PrimaryCache, indices: Sequence[int], depth: int, batch: int = 8
 ) -> dict:
     """Held-out greedy agreement with the target at each depth, and the tokens a greedy chain of ``depth``
     gets accepted per block (chains starting where every guess is an answer token)."""
     was_training = head.training
     head.eval()
     agree, counted, accepted, chains = [0.0] * depth, [0] * depth, 0.0, 0
-    for start in range(indices.start, indices.stop, batch):
-        data = on_device(cache.batch(range(start, min(start + batch, indices.stop))), embeddings.device)
+    for start in range(0, len(indices), batch):
+        data = on_device(cache.batch(indices[start : start + batch]), embeddings.device)
         logits = unrolled_logits(head, embeddings, data, depth)
         matches, inside = [], None
         for j, step_logits in enumerate(logits):
@@ -218,7 +218,7 @@ def train_eagle3(
     output.mkdir(parents=True, exist_ok=True)
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
     train_ids, heldout_ids = split(cache, config.heldout_fraction)
-    heldout_ids = range(heldout_ids.start, min(heldout_ids.stop, heldout_ids.start + config.eval_sequences))
+    heldout_ids = heldout_ids[: config.eval_sequences]
     checkpoints = checkpoints_in(output) if config.resume else []
     head = load_head(checkpoints[-1]) if checkpoints else head
     embeddings, index = embeddings.detach().to(accelerator.device), draft_index(head).to(accelerator.device)

@@ -13,6 +13,7 @@ renamed), so an interrupted run resumes at the first missing shard; they are rea
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -127,25 +128,67 @@ def _primary_outputs(
     return arrays
 
 
-class PrimaryCache:
-    """Read access to a cache folder: per-sequence arrays, and padded training batches as tensors."""
+def _read_meta(folder: Path) -> dict:
+    """A cache folder's meta, checked complete (every shard written)."""
+    if not (folder / META).is_file():
+        raise DataNotFoundError(f"no primary cache in {folder} (build one with `specdec data primary`)")
+    meta = json.loads((folder / META).read_text())
+    shards = [p for p in folder.glob("shard-*") if p.is_dir()]
+    complete = -(-meta["sequences"] // meta["shard_size"])
+    if len(shards) != complete:
+        raise DataNotFoundError(
+            f"the primary cache in {folder} is incomplete ({len(shards)}/{complete} shards): "
+            "rerun the command that built it to finish"
+        )
+    return meta
 
-    def __init__(self, folder: str | Path):
-        folder = Path(folder)
-        if not (folder / META).is_file():
-            raise DataNotFoundError(f"no primary cache in {folder} (build one with `specdec data primary`)")
-        self.meta = json.loads((folder / META).read_text())
-        self.hidden_layers = tuple(self.meta["hidden_layers"])
-        self.shards = sorted(p for p in folder.glob("shard-*") if p.is_dir())
-        complete = -(-self.meta["sequences"] // self.meta["shard_size"])
-        if len(self.shards) != complete:
-            raise DataNotFoundError(
-                f"the primary cache in {folder} is incomplete ({len(self.shards)}/{complete} shards): "
-                "rerun the command that built it to finish"
-            )
-        self._arrays = [
-            {p.stem: np.load(p, mmap_mode="r") for p in shard.glob("*.npy")} for shard in self.shards
-        ]
+
+def split(cache: PrimaryCache, fraction: float) -> tuple[Sequence[int], Sequence[int]]:
+    """Training and held-out sequence indices: the held-out answers are each folder's last ones (at least
+    one each), interleaved folder by folder so any prefix of them spans every source."""
+    train: list[int] = []
+    tails: list[range] = []
+    for part in cache.parts:
+        heldout = max(1, int(len(part) * fraction))
+        train += part[: len(part) - heldout]
+        tails.append(part[len(part) - heldout :])
+    if len(tails) == 1:
+        return range(len(train)), tails[0]
+    return train, [i for group in itertools.zip_longest(*tails) for i in group if i is not None]
+
+
+class PrimaryCache:
+    """Read access to one cache folder, or several read as one (e.g. caches of different sources):
+    per-sequence arrays, and padded training batches as tensors.
+
+    With several folders, sequence indices run through them in order (``parts`` holds each folder's
+    range); they must agree on the primary and the top-k, and a batch carries the hidden states they all
+    hold.
+    """
+
+    def __init__(self, folders: str | Path | Sequence[str | Path]):
+        folders = [Path(folders)] if isinstance(folders, (str, Path)) else [Path(f) for f in folders]
+        if not folders:
+            raise InvalidArgumentError("a primary cache needs at least one folder")
+        self.folders = folders
+        metas = [_read_meta(folder) for folder in folders]
+        for key in ("source", "top_k"):
+            if len({json.dumps(m[key]) for m in metas}) > 1:
+                raise InvalidArgumentError(
+                    f"primary caches read together must agree on {key!r}; got "
+                    + ", ".join(f"{f}: {m[key]}" for f, m in zip(folders, metas, strict=True))
+                )
+        self.meta = metas[0] if len(metas) == 1 else {"parts": metas}
+        self.top_k = metas[0]["top_k"]
+        self.hidden_layers = tuple(
+            h for h in metas[0]["hidden_layers"] if all(h in m["hidden_layers"] for m in metas)
+        )
+        self._arrays, self.parts = [], []
+        for folder, meta in zip(folders, metas, strict=True):
+            start = sum(len(part) for part in self.parts)
+            shards = sorted(p for p in folder.glob("shard-*") if p.is_dir())
+            self._arrays += [{p.stem: np.load(p, mmap_mode="r") for p in s.glob("*.npy")} for s in shards]
+            self.parts.append(range(start, start + meta["sequences"]))
         self._index = [
             (s, i) for s, arrays in enumerate(self._arrays) for i in range(len(arrays["offsets"]) - 1)
         ]
@@ -172,8 +215,8 @@ class PrimaryCache:
             "tokens": torch.zeros(len(rows), width, dtype=torch.long),
             "valid": torch.zeros(len(rows), width, dtype=torch.bool),
             "next_is_answer": torch.zeros(len(rows), width, dtype=torch.bool),
-            "topk_values": torch.zeros(len(rows), width, self.meta["top_k"]),
-            "topk_ids": torch.zeros(len(rows), width, self.meta["top_k"], dtype=torch.long),
+            "topk_values": torch.zeros(len(rows), width, self.top_k),
+            "topk_ids": torch.zeros(len(rows), width, self.top_k, dtype=torch.long),
             "logsumexp": torch.zeros(len(rows), width),
             "hidden": {},
         }

@@ -17,8 +17,7 @@ import torch
 
 from specdec.models.router import BlockRouter, total_variation_topk
 from specdec.models.tandem import TandemModel, fixed_blocks
-from specdec.training.primary_cache import PrimaryCache
-from specdec.training.tandem import split
+from specdec.training.primary_cache import PrimaryCache, split
 
 
 def _features_and_labels(tandem: TandemModel, router: BlockRouter, batch: dict, gamma: int, offset: int):
@@ -71,8 +70,8 @@ def train_router(
     router.eval()
     errors, caught, rejected, stopped = [], 0, 0, 0
     with torch.no_grad():
-        for start in range(heldout_ids.start, heldout_ids.stop, batch_size):
-            batch = cache.batch(range(start, min(start + batch_size, heldout_ids.stop)))
+        for start in range(0, len(heldout_ids), batch_size):
+            batch = cache.batch(heldout_ids[start : start + batch_size])
             features, tv, disagrees = _features_and_labels(tandem, router, batch, gamma, 0)
             predicted = torch.sigmoid(router.mlp(features).squeeze(-1))
             errors.append((predicted - tv).abs())

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,7 +32,7 @@ from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokeni
 from specdec.errors import InvalidArgumentError
 from specdec.inputs import check_count
 from specdec.models.tandem import TandemModel, fixed_blocks, logits_at
-from specdec.training.primary_cache import PrimaryCache
+from specdec.training.primary_cache import PrimaryCache, split
 from specdec.training.trainer import (
     TRAINER_STATE_FILE,
     batch_count,
@@ -92,12 +93,6 @@ class TandemTrainConfig:
         return self.distill_weight if self.preset == "distil" and step >= self.steps // 2 else 0.0
 
 
-def split(cache: PrimaryCache, fraction: float) -> tuple[range, range]:
-    """Training and held-out sequence indices: the held-out answers are the cache's last ones."""
-    heldout = max(1, int(len(cache) * fraction))
-    return range(len(cache) - heldout), range(len(cache) - heldout, len(cache))
-
-
 def student_logits(
     model,
     batch: dict,
@@ -142,7 +137,7 @@ def losses(logits: torch.Tensor, batch: dict, temperature: float) -> tuple[torch
 def evaluate_on_cache(
     model: TandemModel | PreTrainedModel,
     cache: PrimaryCache,
-    indices: range,
+    indices: Sequence[int],
     gamma_train: int,
     batch: int = 8,
 ) -> dict:
@@ -151,8 +146,8 @@ def evaluate_on_cache(
     model.eval()
     agree = alpha = positions = 0.0
     accepted = {g: [0.0, 0] for g in EVAL_GAMMAS}
-    for start in range(indices.start, indices.stop, batch):
-        data = cache.batch(range(start, min(start + batch, indices.stop)))
+    for start in range(0, len(indices), batch):
+        data = cache.batch(indices[start : start + batch])
         mask = (data["next_is_answer"] & data["valid"])[:, :-1]
         target = data["topk_ids"][:, :-1, 0]
         logits = student_logits(model, data, gamma_train)[:, :-1].float()
@@ -219,7 +214,7 @@ def train_tandem(
     output.mkdir(parents=True, exist_ok=True)
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
     train_ids, heldout_ids = split(cache, config.heldout_fraction)
-    heldout_ids = range(heldout_ids.start, min(heldout_ids.stop, heldout_ids.start + config.eval_sequences))
+    heldout_ids = heldout_ids[: config.eval_sequences]
 
     start_step, best, log_path = 0, None, output / "log.jsonl"
     if config.branch_from and not checkpoints_in(output):

@@ -144,9 +144,15 @@ def random_answers_file(path, count: int, seed: int = 0):
 
 
 def make_eagle3(target, seed: int = 0, draft_ids=None):
-    """An untrained EAGLE-3 head for a tiny 4-layer target (reading its hidden states 1, 2 and 3) and its
-    drafter; ``draft_ids`` trims its vocabulary."""
+    """The drafter of :func:`make_eagle3_head`."""
     from specdec.drafters.eagle3 import Eagle3Drafter
+
+    return Eagle3Drafter(make_eagle3_head(target, seed, draft_ids), target.get_input_embeddings().weight)
+
+
+def make_eagle3_head(target, seed: int = 0, draft_ids=None):
+    """An untrained EAGLE-3 head for a tiny 4-layer target (reading its hidden states 1, 2 and 3);
+    ``draft_ids`` trims its vocabulary."""
     from specdec.models.eagle3 import Eagle3Head
 
     torch.manual_seed(seed)
@@ -162,7 +168,7 @@ def make_eagle3(target, seed: int = 0, draft_ids=None):
     head = Eagle3Head(config, (1, 2, 3), text.hidden_size, draft_ids).eval()
     with torch.no_grad():
         head.lm_head.weight.mul_(8.0)  # decided greedy choices, as for the tiny targets
-    return Eagle3Drafter(head, target.get_input_embeddings().weight)
+    return head
 
 
 def chain_of(draft) -> list[int]:

@@ -2,11 +2,18 @@
 training's unrolled passes compute them; and after any run of partial acceptances its cache holds what
 a drafter started afresh on the settled text holds (drafted pairs rolled back, the target's in)."""
 
+import pytest
 import torch
+from torch import nn
+from torch.ao.nn.quantized.dynamic import Linear as DynamicQuantizedLinear
 
+from specdec import make_drafter
 from specdec.drafters.eagle3 import Eagle3Drafter
+from specdec.engine.kernels import packing_supported
+from specdec.errors import InvalidArgumentError
+from specdec.models.eagle3_layout import save_head
 from specdec.training.eagle3 import unrolled_logits
-from tiny import chains_against_fresh, fresh_chain, make_eagle3, make_llama, make_tokenizer
+from tiny import chains_against_fresh, fresh_chain, make_eagle3, make_eagle3_head, make_llama, make_tokenizer
 
 TOK = make_tokenizer()
 TARGET = make_llama(len(TOK), seed=0, layers=4)
@@ -48,3 +55,23 @@ def test_negative_control_a_drafter_that_keeps_its_drafted_pairs_is_caught():
     base = make_eagle3(TARGET, seed=1)
     same, _ = chains_against_fresh(lambda: Forgetful(base.head, base.embeddings), TARGET, PROMPT)
     assert not all(same)
+
+
+def test_the_factory_reads_precision_and_tree_prefixes_in_any_order(tmp_path):
+    folder = save_head(
+        make_eagle3_head(TARGET), tmp_path / "head", {"name_or_path": "tiny", "architectures": []}
+    )
+    fp32 = make_drafter(f"eagle3:{folder}", TARGET, TOK)
+    int8 = make_drafter(f"int8:eagle3:{folder}", TARGET, TOK)
+    bf16 = make_drafter(f"tree-2:bf16:eagle3:{folder}", TARGET, TOK)
+    same = make_drafter(f"bf16:tree-2:eagle3:{folder}", TARGET, TOK)
+    packed = all(type(m) is not nn.Linear for m in fp32.head.modules())
+    assert packed == packing_supported(make_eagle3_head(TARGET))  # prepacked wherever oneDNN can
+    assert any(type(m) is DynamicQuantizedLinear for m in int8.head.modules()) and int8.tree_width == 1
+    assert bf16.head.dtype == same.head.dtype == torch.bfloat16 and bf16.tree_width == same.tree_width == 2
+    assert fresh_chain(int8, TARGET, PROMPT) == fresh_chain(
+        fp32, TARGET, PROMPT
+    )  # decided choices survive int8
+    for bad in ("tree-1:eagle3:", "int8:bf16:eagle3:", "tree-2:tree-3:eagle3:", "wide:eagle3:"):
+        with pytest.raises(InvalidArgumentError, match=r"expected \[tree-K:\]"):
+            make_drafter(f"{bad}{folder}", TARGET, TOK)

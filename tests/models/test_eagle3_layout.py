@@ -32,7 +32,7 @@ from safetensors.torch import load_file, save_file
 
 from specdec.errors import InvalidArgumentError
 from specdec.models.eagle3_layout import CONFIG_FILE, WEIGHTS_FILE, load_head, save_head
-from tiny import make_eagle3, make_llama, make_tokenizer
+from tiny import make_eagle3_head, make_llama, make_tokenizer
 
 VERIFIER = {"name_or_path": "HuggingFaceTB/SmolLM2-135M-Instruct", "architectures": ["LlamaForCausalLM"]}
 SUPPORTED_SPECULATORS_TYPES = {"eagle", "eagle3"}
@@ -117,14 +117,14 @@ def target():
 
 @pytest.fixture
 def exported(tmp_path, target) -> Path:
-    head = make_eagle3(target, draft_ids=torch.arange(3, 200, 3)).head
+    head = make_eagle3_head(target, draft_ids=torch.arange(3, 200, 3))
     return save_head(head, tmp_path / "head", VERIFIER, speculative_tokens=4)
 
 
 def test_an_exported_head_passes_vllms_checks_and_loads_back_unchanged(exported, target):
     assert_vllm_eagle3_ready(exported, target_layers=4, trained_with_norm_before_residual=False)
     assert vllm_config(json.loads((exported / CONFIG_FILE).read_text()))["num_speculative_tokens"] == 4
-    head = make_eagle3(target, draft_ids=torch.arange(3, 200, 3)).head
+    head = make_eagle3_head(target, draft_ids=torch.arange(3, 200, 3))
     loaded = load_head(exported)
     assert loaded.aux_layers == head.aux_layers and torch.equal(loaded.draft_ids, head.draft_ids)
     for name, tensor in head.state_dict().items():
@@ -168,7 +168,7 @@ def test_a_head_written_in_the_layout_elsewhere_drafts_here_losslessly(tmp_path,
     from specdec.engine import Engine
     from specdec.sampling import SamplingConfig, row_keys
 
-    head = make_eagle3(target, seed=5, draft_ids=torch.arange(0, 300, 2)).head
+    head = make_eagle3_head(target, seed=5, draft_ids=torch.arange(0, 300, 2))
     folder = tmp_path / "elsewhere"
     folder.mkdir()
     layer = {"model_type": "llama", "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4}
@@ -189,7 +189,7 @@ def test_a_head_written_in_the_layout_elsewhere_drafts_here_losslessly(tmp_path,
     save_file(tensors, str(folder / WEIGHTS_FILE))
     tok = make_tokenizer()
     drafter = make_drafter(f"eagle3:{folder}", target, tok)
-    assert torch.equal(drafter.head.lm_head.weight, head.lm_head.weight)
+    assert torch.equal(load_head(folder).lm_head.weight, head.lm_head.weight)
     prompts = [[1, 5, 9, 14, 22, 5, 9, 14], [1, 40, 41, 42, 40]]
     for sampling in (SamplingConfig(), SamplingConfig(temperature=0.8, top_p=0.9)):
         request = Request(prompts, sampling, StopCriteria(16), row_keys([3, 4], 1))

@@ -18,7 +18,7 @@ from specdec.sampling import SamplingConfig, row_keys
 from specdec.training.answers import generate_answers
 from specdec.training.eagle3 import Eagle3TrainConfig, train_eagle3
 from specdec.training.primary_cache import CacheSpec, build_primary_cache
-from tiny import chains_against_fresh, make_eagle3, make_llama, make_tokenizer
+from tiny import chains_against_fresh, make_eagle3_head, make_llama, make_tokenizer
 
 PROMPTS = [
     f"{a} {b}" for a in ("the quick", "def add(a, b):", "Once upon", "a small model") for b in ("fox", "cat")
@@ -64,7 +64,7 @@ def embeddings(target):
 
 
 def test_the_head_learns_every_depth_and_keeps_the_best(tmp_path, target, cache):
-    best = train_eagle3(make_eagle3(target).head, embeddings(target), cache, config(tmp_path), VERIFIER)
+    best = train_eagle3(make_eagle3_head(target), embeddings(target), cache, config(tmp_path), VERIFIER)
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     first, last = log[0]["loss_per_pass"], log[-1]["loss_per_pass"]
     assert all(b < 0.7 * a for a, b in zip(first, last, strict=True))  # every unrolled depth learned
@@ -77,11 +77,11 @@ def test_the_head_learns_every_depth_and_keeps_the_best(tmp_path, target, cache)
 
 def test_resume_reproduces_an_uninterrupted_run(tmp_path, target, cache):
     straight = train_eagle3(
-        make_eagle3(target).head, embeddings(target), cache, config(tmp_path, steps=20), VERIFIER
+        make_eagle3_head(target), embeddings(target), cache, config(tmp_path, steps=20), VERIFIER
     )
     resumed_dir = tmp_path / "two"
     train_eagle3(
-        make_eagle3(target).head,
+        make_eagle3_head(target),
         embeddings(target),
         cache,
         config(resumed_dir, steps=20, save_every=10),
@@ -95,7 +95,7 @@ def test_resume_reproduces_an_uninterrupted_run(tmp_path, target, cache):
         "".join(line + "\n" for line in (resumed_dir / "run" / "log.jsonl").read_text().splitlines()[:10])
     )
     train_eagle3(
-        make_eagle3(target).head,
+        make_eagle3_head(target),
         embeddings(target),
         cache,
         config(resumed_dir, steps=20, resume=True),
@@ -107,9 +107,10 @@ def test_resume_reproduces_an_uninterrupted_run(tmp_path, target, cache):
 
 
 def test_the_trained_head_drafts_losslessly_with_accepted_tokens(tmp_path, tok, target, answers, cache):
-    best = train_eagle3(make_eagle3(target).head, embeddings(target), cache, config(tmp_path), VERIFIER)
+    best = train_eagle3(make_eagle3_head(target), embeddings(target), cache, config(tmp_path), VERIFIER)
     prompts = [a.prompt_ids for a in answers[:4]]  # chat requests, as it was trained on
-    for spec, sampling in itertools.product(("eagle3:", "tree-2:eagle3:"), (SamplingConfig(), SAMPLED)):
+    specs = ("eagle3:", "tree-2:eagle3:", "int8:eagle3:", "bf16:tree-2:eagle3:")  # any precision is lossless
+    for spec, sampling in itertools.product(specs, (SamplingConfig(), SAMPLED)):
         drafter = make_drafter(f"{spec}{best}", target, tok)
         request = Request(prompts, sampling, StopCriteria(24), row_keys(range(4), 1))
         outputs = []
@@ -120,7 +121,11 @@ def test_the_trained_head_drafts_losslessly_with_accepted_tokens(tmp_path, tok, 
             outputs.append(loop.result())
         assert outputs[0].tokens == outputs[1].tokens
         assert sum(map(sum, outputs[0].from_draft)) > 0  # drafts were accepted: the test means something
-    for spec in ("eagle3:", "tree-2:eagle3:"):  # through partial acceptances (a kept sibling too)
+    for spec in (
+        "eagle3:",
+        "tree-2:eagle3:",
+        "int8:eagle3:",
+    ):  # through partial acceptances (a kept sibling too)
         same, accepted = chains_against_fresh(
             lambda spec=spec: make_drafter(f"{spec}{best}", target, tok), target, prompts[0]
         )

@@ -384,9 +384,7 @@ def test_router_trains_and_sets_the_block_length(tmp_path, tok, primary, cache):
         drafts[tau] = out.stats.proposed_tokens / out.stats.row_steps
     assert drafts[0.0] == 0 and drafts[1.0] > 3 and drafts[0.0] <= drafts[0.5] <= drafts[1.0]
     assert (
-        main(
-            ["train", "router", "--tandem", str(best), "--cache", str(cache.folders[0]), "--steps", "3"]
-        )
+        main(["train", "router", "--tandem", str(best), "--cache", str(cache.folders[0]), "--steps", "3"])
         == 0
     )
 

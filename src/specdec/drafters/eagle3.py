@@ -23,6 +23,7 @@ from specdec.drafters.base import Draft, Drafter, Feedback
 from specdec.drafters.model import with_siblings
 from specdec.drafters.small_model import draft_autoregressively
 from specdec.engine import ExtendOutput
+from specdec.engine.kernels import pack_linear_layers, packing_supported
 from specdec.errors import InvalidArgumentError
 from specdec.models.eagle3 import Eagle3Head
 from specdec.models.vocabulary import output_vocab_size
@@ -91,11 +92,14 @@ class Eagle3Drafter(Drafter):
     ):
         if isinstance(tree_width, bool) or not isinstance(tree_width, int) or tree_width < 1:
             raise InvalidArgumentError(f"tree_width must be an integer >= 1, got {tree_width!r}")
-        self.head, self.embeddings, self.name = head.eval(), embeddings.detach(), name
+        # oneDNN-prepacked linears where this CPU has them: at one row per step an unpacked GEMM repacks
+        # its weight on every call and costs most of the head's time
+        self.head = pack_linear_layers(head.eval()) if packing_supported(head) else head.eval()
+        self.embeddings, self.name = embeddings.detach(), name
         self.tree_width, self.proposes_trees = tree_width, tree_width > 1
         self.target_hidden_layers = head.aux_layers
         attention = head.layers[0].self_attn
-        self._shape = (attention.kv_heads, attention.head_dim, head.fc.weight.dtype)
+        self._shape = (attention.kv_heads, attention.head_dim, head.dtype)
 
     def validate(self, target: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None) -> None:
         text, head = target.config.get_text_config(), self.head

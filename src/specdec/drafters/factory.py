@@ -23,6 +23,7 @@ from specdec.models.draft_vocab import VOCAB_FILE, top_tokens
 from specdec.models.eagle3_layout import load_head
 from specdec.models.packaged import packaged_bitas, packaged_drafts, packaged_tandem_folder, packaged_tandems
 from specdec.models.router import BlockRouter
+from specdec.models.surgery import reduced_precision_copy
 from specdec.models.tandem import TandemModel
 
 #: Every drafter spelling, one line each (``specdec drafters`` prints them).
@@ -41,6 +42,7 @@ DRAFTER_SPECS: tuple[tuple[str, str], ...] = (
     ("tandem+router:PATH", "the same with its adaptive block length router (PATH/router)"),
     ("eagle3:PATH", "an EAGLE-3 head (speculators layout) reading three of the target's hidden states"),
     ("tree-K:eagle3:PATH", "the head's chain plus its next K-1 likeliest tokens at each depth (a tree)"),
+    ("int8:eagle3:PATH", "the head's linears in int8 (or bf16:, fp16:): fewer bytes per draft token"),
     (
         "bita:PATH, bita[SHAPE]:PATH",
         "a BiTA adapter: the target drafts for itself; SHAPE efficient, straight, "
@@ -86,7 +88,7 @@ def make_drafter(
         if shape == "auto" or (not shape and (folder / TREE_SHAPE_FILE).is_file()):
             shape = chosen_tree_shape(folder)
         return BiTADrafter(adapter, shape or "efficient", name=spec)
-    if spec.startswith("eagle3:") or (spec.startswith("tree-") and ":eagle3:" in spec):
+    if "eagle3:" in spec.split("/")[0]:  # the prefixes before a path
         return eagle3_drafter(spec, target)
     if spec.startswith("lookup+"):
         return LookupThenModelDrafter(
@@ -132,16 +134,24 @@ def small_model_drafter(name: str, tokenizer: PreTrainedTokenizerBase | None, **
 
 
 def eagle3_drafter(spec: str, target: PreTrainedModel) -> Eagle3Drafter:
-    """``eagle3:PATH`` or ``tree-K:eagle3:PATH``: a head in the speculators layout, drafting a chain or a
-    tree."""
-    prefix, _, path = spec.partition("eagle3:")
-    width = prefix.removeprefix("tree-").removesuffix(":")
-    if prefix and (not prefix.startswith("tree-") or not width.isdigit() or int(width) < 2):
-        raise InvalidArgumentError(
-            f"drafter {spec!r}: expected eagle3:PATH or tree-K:eagle3:PATH with K >= 2"
-        )
-    head = load_head(Path(path), target.config.get_text_config().num_hidden_layers)
-    return Eagle3Drafter(head, target.get_input_embeddings().weight, tree_width=int(width or 1), name=spec)
+    """``eagle3:PATH`` after the prefixes, in any order: ``tree-K:`` (a tree, K >= 2) and ``int8:`` /
+    ``bf16:`` / ``fp16:`` (the head in reduced precision: one layer whose weights are re-read from
+    memory every draft token, so its bytes are its cost)."""
+    rest, width, precision = spec, 1, None
+    while not rest.startswith("eagle3:"):
+        head, _, rest = rest.partition(":")
+        if head in PRECISIONS and precision is None:
+            precision = head
+        elif head.startswith("tree-") and head[5:].isdigit() and int(head[5:]) >= 2 and width == 1:
+            width = int(head[5:])
+        else:
+            raise InvalidArgumentError(
+                f"drafter {spec!r}: expected [tree-K:][int8:|bf16:|fp16:]eagle3:PATH with K >= 2"
+            )
+    head = load_head(Path(rest.removeprefix("eagle3:")), target.config.get_text_config().num_hidden_layers)
+    if precision is not None:
+        head = reduced_precision_copy(head, precision)
+    return Eagle3Drafter(head, target.get_input_embeddings().weight, tree_width=width, name=spec)
 
 
 def eos_ids(model: PreTrainedModel) -> list[int]:

@@ -133,6 +133,10 @@ class Eagle3Head(nn.Module):
         self.register_buffer("t2d", t2d.index_fill_(0, draft_ids, True), persistent=trimmed)
 
     @property
+    def dtype(self) -> torch.dtype:
+        return self.norm.weight.dtype
+
+    @property
     def draft_ids(self) -> torch.Tensor:
         return self.d2t + torch.arange(len(self.d2t), device=self.d2t.device)
 
@@ -144,8 +148,7 @@ class Eagle3Head(nn.Module):
             raise InvalidArgumentError(
                 f"the head reads target hidden states {list(self.aux_layers)}; missing {missing}"
             )
-        weight = self.fc.weight
-        return self.fc(torch.cat([hidden_states[h].to(weight.dtype) for h in self.aux_layers], dim=-1))
+        return self.fc(torch.cat([hidden_states[h].to(self.dtype) for h in self.aux_layers], dim=-1))
 
     def forward(
         self,

@@ -46,6 +46,8 @@ def add_bita_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_train_bita(args: argparse.Namespace) -> Path:
+    import torch
+
     from specdec.benchmarks.report import machine_info
     from specdec.cli.train import bf16_pays
     from specdec.models import load_model
@@ -79,6 +81,7 @@ def run_train_bita(args: argparse.Namespace) -> Path:
     answers = [answers[i] for i in order]
     target = load_model(args.target, cache_dir=args.cache_dir)
     prompts = 0 if args.kind == "none" else args.prompts
+    torch.manual_seed(args.seed)  # the adapter's initial weights: a run is reproducible from its command
     adapter = BiTAAdapter(
         model_signature(target.model), prompts, args.masks, args.kind, model_name=args.target
     )

@@ -12,6 +12,7 @@ efficient tree (top 5/4/3, only top-1 nodes have children) would accept per step
 ``best/`` is the checkpoint with the most for the efficient tree. Batches and dropout depend only
 on (seed, step), so ``resume`` continues exactly where a run stopped — also one stopped by its time
 limit, which ends a budgeted session (a lent GPU, a CI slot) on a checkpoint instead of a kill.
+Under ``accelerate launch`` each process trains on its rows of that batch (see distributed.py).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from specdec.errors import InvalidArgumentError
 from specdec.inputs import check_count
 from specdec.models.bita import BiTAAdapter
 from specdec.training.answers import TargetAnswer
+from specdec.training.distributed import batch_mean, batch_share, rank_rows, sync_gradients, sync_weights
 from specdec.training.primary_cache import sequence_of
 from specdec.training.trainer import (
     checkpoints_in,
@@ -260,41 +262,52 @@ def train_bita(
     start_step, best, tokens_seen = 0, None, 0
     if checkpoints:
         start_step, best, tokens_seen = load_trainer_state(checkpoints[-1], optimizer, scheduler)
-    model, adapter, optimizer, scheduler = accelerator.prepare(model, adapter, optimizer, scheduler)
+    # Neither is DDP-wrapped: the frozen model has nothing to train and the adapter is called by its parts
+    model, adapter = model.to(accelerator.device), adapter.to(accelerator.device)
+    sync_weights(adapter, accelerator)
+    rows = rank_rows(config.batch_size, accelerator)
     if accelerator.is_main_process and (not config.resume or not (output / "train_config.json").is_file()):
         (output / "train_config.json").write_text(json.dumps(asdict(config), indent=1))
 
     def save(folder: Path, step: int) -> None:
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
-            accelerator.unwrap_model(adapter).save_pretrained(folder)
+            adapter.save_pretrained(folder)
             save_trainer_state(folder, step, best, tokens_seen, optimizer, scheduler)
 
     autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
     started = time.perf_counter()
-    bar = tqdm(range(start_step, config.steps), initial=start_step, total=config.steps, desc="train bita")
+    bar = tqdm(
+        range(start_step, config.steps),
+        initial=start_step,
+        total=config.steps,
+        desc="train bita",
+        disable=not accelerator.is_main_process,
+    )
     for step in bar:
         generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
         torch.manual_seed(config.seed * 1_000_003 + step)  # prefix dropout
         picks = torch.randint(0, len(train), (config.batch_size,), generator=generator).tolist()
-        unwrapped = accelerator.unwrap_model(adapter)
         batch = sar_batch(
-            [train[i] for i in picks], config.groups, unwrapped.num_masks, config.max_len, generator
+            [train[i] for i in picks], config.groups, adapter.num_masks, config.max_len, generator
         )
-        batch = {k: v.to(accelerator.device) for k, v in batch.items()}
+        tokens_seen += int((batch["labels"] != IGNORE).sum())  # the whole batch's, drawn in every process
+        batch = {k: v[rows].to(accelerator.device) for k, v in batch.items()}  # this process's rows of it
         with autocast:
-            logits = sar_logits(model, unwrapped, batch)
-        loss = sar_loss(logits, batch["labels"])
-        accelerator.backward(loss)
+            logits = sar_logits(model, adapter, batch)
+        share = batch_share(int((batch["labels"] != IGNORE).sum()), accelerator)
+        loss = sar_loss(logits, batch["labels"]) * share
+        loss.backward()
+        sync_gradients(adapter.parameters(), accelerator)
         if config.grad_clip:
-            accelerator.clip_grad_norm_(adapter.parameters(), config.grad_clip)
+            torch.nn.utils.clip_grad_norm_(adapter.parameters(), config.grad_clip)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad()
-        tokens_seen += int((batch["labels"] != IGNORE).sum())
         record = {
             "step": step + 1,
-            "loss": loss.item(),
+            "processes": accelerator.num_processes,
+            "loss": batch_mean(loss, accelerator).item(),
             "lr": scheduler.get_last_lr()[0],
             "sar_tokens_seen": tokens_seen,
             "elapsed_s": round(time.perf_counter() - started, 1),
@@ -302,7 +315,7 @@ def train_bita(
         last = step + 1 == config.steps
         if (step + 1) % config.eval_every == 0 or last:
             with autocast:
-                record.update(evaluate(model, unwrapped, heldout, config))
+                record.update(evaluate(model, adapter, heldout, config))
             if best is None or record["accepted_efficient"] > best["accepted_efficient"]:
                 best = {
                     "step": step + 1,

@@ -25,24 +25,22 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from accelerate import Accelerator
-from accelerate.utils import broadcast
 from tqdm.auto import tqdm
 
 from specdec.errors import InvalidArgumentError
 from specdec.inputs import check_count
 from specdec.models.eagle3 import Eagle3Head
 from specdec.models.eagle3_layout import load_head, save_head
-from specdec.training.primary_cache import PrimaryCache, split
-from specdec.training.trainer import (
+from specdec.training.distributed import (
     batch_count,
     batch_mean,
-    checkpoints_in,
     global_denominator,
-    load_trainer_state,
     rank_picks,
-    save_trainer_state,
-    warmup_cosine,
+    sync_gradients,
+    sync_weights,
 )
+from specdec.training.primary_cache import PrimaryCache, split
+from specdec.training.trainer import checkpoints_in, load_trainer_state, save_trainer_state, warmup_cosine
 
 LOSS_DECAY = 0.8  # EAGLE-3's weight of the j-th unrolled pass: 0.8^j
 
@@ -197,10 +195,7 @@ def _optimise(
 ) -> None:
     """One step on ``loss``; with several processes on the batch's gradient (their mean: see ttt_loss)."""
     loss.backward()
-    if accelerator.num_processes > 1:
-        for parameter in head.parameters():
-            if parameter.grad is not None:
-                parameter.grad = accelerator.reduce(parameter.grad, reduction="mean")
+    sync_gradients(head.parameters(), accelerator)
     if grad_clip:
         torch.nn.utils.clip_grad_norm_(head.parameters(), grad_clip)
     optimizer.step()
@@ -228,9 +223,7 @@ def train_eagle3(
         load_trainer_state(checkpoints[-1], optimizer, scheduler) if checkpoints else (0, None, 0)
     )
     model = head.to(accelerator.device).train()  # not DDP-wrapped: the passes call its parts (see _optimise)
-    if accelerator.num_processes > 1:  # every process starts from the main process's weights, as DDP does
-        for tensor in model.state_dict().values():
-            tensor.copy_(broadcast(tensor.clone(), from_process=0))
+    sync_weights(model, accelerator)
     denominator = partial(global_denominator, accelerator=accelerator)
     if accelerator.is_main_process and not (config.resume and (output / "train_config.json").is_file()):
         (output / "train_config.json").write_text(json.dumps(asdict(config), indent=1))
@@ -254,6 +247,7 @@ def train_eagle3(
         tokens_seen += batch_count(int((batch["next_is_answer"] & batch["valid"]).sum()), accelerator)
         record = {
             "step": step + 1,
+            "processes": accelerator.num_processes,
             "loss": loss.item(),
             "loss_per_pass": per_pass,
             "lr": scheduler.get_last_lr()[0],

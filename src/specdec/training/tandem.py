@@ -32,16 +32,13 @@ from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokeni
 from specdec.errors import InvalidArgumentError
 from specdec.inputs import check_count
 from specdec.models.tandem import TandemModel, fixed_blocks, logits_at
+from specdec.training.distributed import batch_count, batch_mean, global_denominator, rank_picks
 from specdec.training.primary_cache import PrimaryCache, split
 from specdec.training.trainer import (
     TRAINER_STATE_FILE,
-    batch_count,
-    batch_mean,
     checkpoints_in,
     freeze_vocabulary,
-    global_denominator,
     load_trainer_state,
-    rank_picks,
     save_trainer_state,
     warmup_cosine,
 )
@@ -232,7 +229,9 @@ def train_tandem(
         start_step, best, tokens_seen = load_trainer_state(checkpoints[-1], optimizer, scheduler)
         if config.branch_from and start_step == int(Path(config.branch_from).name.split("-")[1]):
             best = None  # a branch picks its best among its own evaluations (the source's best/ isn't here)
-    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    # The schedule stays unprepared: accelerate would step it once per process, as if each process's batch
+    # were another step's; here the processes share one batch (see distributed.py)
+    model, optimizer = accelerator.prepare(model, optimizer)
     model.train()
     if accelerator.is_main_process and (not config.resume or not (output / "train_config.json").is_file()):
         (output / "train_config.json").write_text(json.dumps(asdict(config), indent=1))
@@ -281,6 +280,7 @@ def train_tandem(
         tokens_seen += batch_count(int((batch["next_is_answer"] & batch["valid"]).sum()), accelerator)
         record = {
             "step": step + 1,
+            "processes": accelerator.num_processes,
             "loss": loss.item(),
             "ce": ce.item(),
             "kd": kd.item(),

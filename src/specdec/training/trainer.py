@@ -5,7 +5,7 @@ stream (loss (1 − λ)·CE + λ·KD against the frozen target) or, every ``alig
 target's own greedy answers (CE on answer tokens, which are the target's argmax). Batches depend
 only on (seed, step) and checkpoints hold model, optimiser, scheduler and step, so an interrupted
 run resumed from its last checkpoint reproduces the uninterrupted one. ``accelerate launch`` runs
-it data-parallel unchanged (each process offsets its seed by its rank).
+it data-parallel at the same global batch, following one process's trajectory (see distributed.py).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from specdec.models.surgery import truncated_copy
 from specdec.models.vocabulary import check_same_vocabulary
 from specdec.training.answers import TargetAnswer
 from specdec.training.data import fixed_windows, sample_windows
+from specdec.training.distributed import batch_mean, batch_share, rank_rows, sync_gradients, sync_weights
 from specdec.training.losses import check_distill_params, cross_entropy, distillation, mixed_loss
 
 TRAINER_STATE_FILE = "trainer_state.pt"  # the Tandem and BiTA trainers' resume state per checkpoint
@@ -107,46 +108,6 @@ def load_trainer_state(checkpoint: Path, optimizer, scheduler) -> tuple[int, dic
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     return state["step"], state["best"], state["tokens_seen"]
-
-
-def rank_picks(
-    count: int, batch_size: int, seed: int, step: int, accelerator
-) -> tuple[list[int], torch.Generator]:
-    """This process's share of step ``step``'s batch of ``batch_size`` indices in [0, ``count``): the batch is
-    drawn by (seed, step) alone and dealt out by rank, so N processes together train on what one process
-    trains on. Also the generator, for anything else the step draws (the same in every process)."""
-    world = accelerator.num_processes
-    if batch_size % world:
-        raise InvalidArgumentError(
-            f"a batch of {batch_size} sequences does not split evenly over {world} processes"
-        )
-    generator = torch.Generator().manual_seed(seed * 1_000_003 + step)
-    picks = torch.randint(0, count, (batch_size,), generator=generator).tolist()
-    return picks[accelerator.process_index :: world], generator
-
-
-def batch_count(count: int, accelerator) -> int:
-    """``count`` summed over the processes: the whole batch's (answer positions, for tokens seen)."""
-    if accelerator.num_processes == 1:
-        return int(count)
-    return int(accelerator.reduce(torch.tensor(int(count), device=accelerator.device), reduction="sum"))
-
-
-def global_denominator(count: float, accelerator) -> float:
-    """What a process divides its loss sum by so that the gradients DDP averages over N processes are those
-    of the whole batch's mean: the batch's ``count`` (summed over processes) / N; ``count`` alone in one."""
-    world = accelerator.num_processes
-    if world == 1:
-        return max(float(count), 1.0)
-    total = accelerator.reduce(torch.tensor(float(count), device=accelerator.device), reduction="sum")
-    return max(float(total), 1.0) / world
-
-
-def batch_mean(share: torch.Tensor, accelerator) -> torch.Tensor:
-    """The whole batch's mean loss from each process's ``share`` (its loss × positions / denominator)."""
-    if accelerator.num_processes == 1:
-        return share.detach()
-    return accelerator.reduce(share.detach(), reduction="sum") / accelerator.num_processes
 
 
 def freeze_vocabulary(model: PreTrainedModel) -> None:
@@ -234,12 +195,15 @@ def train_draft(
     output = Path(config.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
-    rank_seed = config.seed + 1_000 * accelerator.process_index
+    rows = rank_rows(config.batch_size, accelerator)
 
     start_step = 0
     checkpoints = checkpoints_in(output) if config.resume else []
     if checkpoints:
         draft = AutoModelForCausalLM.from_pretrained(checkpoints[-1], dtype=torch.float32)
+    # Not DDP-wrapped: an early exit runs the same weights through a second module (see distributed.py)
+    draft = draft.to(accelerator.device)
+    sync_weights(draft, accelerator)
     if config.freeze_embeddings:
         freeze_vocabulary(draft)
     params = [p for p in draft.parameters() if p.requires_grad]
@@ -250,15 +214,10 @@ def train_draft(
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         start_step = state["step"]
-    draft, optimizer, scheduler = accelerator.prepare(draft, optimizer, scheduler)
     draft.train()
     # The early exit shares every parameter with the model, so its loss trains the same weights;
     # copied from the model in train mode, its dropout layers are on like the model's.
-    exit_model = (
-        truncated_copy(accelerator.unwrap_model(draft), config.early_exit_layer)
-        if config.early_exit_layer
-        else None
-    )
+    exit_model = truncated_copy(draft, config.early_exit_layer) if config.early_exit_layer else None
     target = target.to(accelerator.device).eval().requires_grad_(False)
     eval_windows = (
         fixed_windows(heldout_stream, config.eval_windows, config.seq_len + 1)
@@ -277,8 +236,7 @@ def train_draft(
     def save(folder: Path, step: int) -> None:
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
-            model = accelerator.unwrap_model(draft)
-            model.save_pretrained(folder)
+            draft.save_pretrained(folder)
             tokenizer.save_pretrained(folder)
             state = {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
             torch.save(state, folder / "trainer_state.pt")
@@ -296,20 +254,30 @@ def train_draft(
         use_alignment = bool(alignment) and (
             train_stream is None or step % config.align_every == config.align_every - 1
         )
-        if use_alignment:
-            tokens, attention, mask = _alignment_batch(alignment, config, step + rank_seed, pad_id)
+        if use_alignment:  # the whole batch by (seed, step), this process's rows of it
+            tokens, attention, mask = _alignment_batch(alignment, config, step + config.seed, pad_id)
+            tokens, attention, mask = tokens[rows].to(accelerator.device), attention[rows], mask[rows]
+            attention, mask = attention.to(accelerator.device), mask.to(accelerator.device)
             weight = 0.0  # labels are the target's own argmax: CE is already top-1 distillation
         else:
-            tokens = sample_windows(train_stream, config.batch_size, config.seq_len + 1, rank_seed, step)
-            attention, mask, weight = None, None, config.weight_at(step)
-        tokens = tokens.to(accelerator.device)
+            tokens = sample_windows(train_stream, config.batch_size, config.seq_len + 1, config.seed, step)
+            tokens, attention, mask, weight = (
+                tokens[rows].to(accelerator.device),
+                None,
+                None,
+                config.weight_at(step),
+            )
+        share = batch_share(tokens[:, 1:].numel() if mask is None else int(mask.sum()), accelerator)
         logits = draft(tokens, attention_mask=attention).logits[:, :-1]
         ce = cross_entropy(logits, tokens[:, 1:], mask)
         extra = {}
         if exit_model is not None:
             logits = exit_model(tokens, attention_mask=attention).logits[:, :-1]
             exit_ce = cross_entropy(logits, tokens[:, 1:], mask)
-            extra = {"final_ce": ce.item(), "exit_ce": exit_ce.item()}
+            extra = {
+                "final_ce": batch_mean(ce * share, accelerator).item(),
+                "exit_ce": batch_mean(exit_ce * share, accelerator).item(),
+            }
             ce = 0.5 * (ce + exit_ce)
         kd = None
         if weight > 0:  # distils the draft, or the early exit, from the frozen target
@@ -317,16 +285,18 @@ def train_draft(
                 teacher = target(tokens, attention_mask=attention).logits[:, :-1]
             kd = distillation(logits, teacher, config.temperature, config.distill, mask)
         loss = mixed_loss(ce, kd, weight)
-        accelerator.backward(loss)
+        (loss * share).backward()
+        sync_gradients(params, accelerator)
         if config.grad_clip:
-            accelerator.clip_grad_norm_(params, config.grad_clip)
+            torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad()
         record = {
             "step": step + 1,
-            "loss": loss.item(),
-            "ce": ce.item(),
+            "processes": accelerator.num_processes,
+            "loss": batch_mean(loss * share, accelerator).item(),
+            "ce": batch_mean(ce * share, accelerator).item(),
             "lambda": weight,
             "source": "alignment" if use_alignment else "text",
             "lr": scheduler.get_last_lr()[0],
@@ -334,14 +304,13 @@ def train_draft(
             **extra,
         }
         if kd is not None:
-            record["kd"] = kd.item()
+            record["kd"] = batch_mean(kd * share, accelerator).item()
         if eval_windows is not None and ((step + 1) % config.eval_every == 0 or step + 1 == config.steps):
-            model = accelerator.unwrap_model(draft)
             if exit_model is None:
-                record.update(evaluate(model, target, eval_windows))
+                record.update(evaluate(draft, target, eval_windows))
             else:  # the exit against the model it drafts for; the final layer against the original
-                record.update(evaluate(exit_model, model, eval_windows))
-                original = evaluate(model, target, eval_windows)
+                record.update(evaluate(exit_model, draft, eval_windows))
+                original = evaluate(draft, target, eval_windows)
                 record.update({f"final_{k}": v for k, v in original.items()})
             bar.set_postfix(ce=f"{record['heldout_ce']:.3f}", agree=f"{record['top1_agreement']:.3f}")
         log(record)

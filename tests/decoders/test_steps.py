@@ -79,12 +79,16 @@ class Setup:
             cls._built[(kind, family)] = cls(kind, family)
         return cls._built[(kind, family)]
 
-    def loop(self, prompt: list[int], sampling: SamplingConfig, max_new: int, seed: int):
-        request = Request([prompt], sampling, StopCriteria(max_new, frozenset({0})), row_keys([seed], 1))
+    def loop(self, prompt: list[int], sampling: SamplingConfig, max_new: int, seed: int, thresholds=None):
+        stop = StopCriteria(max_new, frozenset({0}))
+        request = Request([prompt], sampling, stop, row_keys([seed], 1), thresholds=thresholds)
         return self.method.loop(self.engine, self.drafter, request)
 
-    def alone(self, prompt: list[int], sampling: SamplingConfig, max_new: int, seed: int) -> list[int]:
-        loop = self.loop(prompt, sampling, max_new, seed)
+    def alone(self, prompt, sampling: SamplingConfig, max_new: int, seed: int, thresholds=None) -> list[int]:
+        """What a request gets alone; with BiLD thresholds of its own, what BiLD with those gets."""
+        method = self.method if thresholds is None else BiLD(*thresholds)
+        stop = StopCriteria(max_new, frozenset({0}))
+        loop = method.loop(self.engine, self.drafter, Request([prompt], sampling, stop, row_keys([seed], 1)))
         while loop.active:
             loop.step()
         return loop.result().tokens[0]
@@ -99,6 +103,7 @@ requests = st.lists(
         st.one_of(st.none(), st.integers(0, 8)),  # abort this many steps after arrival
         st.sampled_from(SAMPLINGS),  # its own sampling settings
         st.one_of(st.none(), st.integers(0, 2)),  # its own draft cap (0: speculation off for it)
+        st.one_of(st.none(), st.tuples(st.sampled_from([0.0, 0.3, 0.9]), st.sampled_from([0.0, 2.0, 1e9]))),
     ),
     min_size=1,
     max_size=5,
@@ -109,11 +114,14 @@ requests = st.lists(
 @given(st.sampled_from(["llama", "gpt2"]), st.sampled_from(list(FAMILIES)), requests)
 def test_arrivals_and_aborts_never_change_what_a_request_gets(kind, family, reqs):
     """Greedy rows beside sampled rows of other settings, each with its own budget, seed and draft cap
-    (at most that many accepted draft tokens per step; 0: speculation off for it)."""
+    (at most that many accepted draft tokens per step; 0: speculation off for it), and under BiLD its own
+    fallback and rollback thresholds (or the method's)."""
     setup = Setup.get(kind, family)
     reqs = sorted(reqs, key=lambda r: r[3])
+    if family != "bild":
+        reqs = [(*r[:7], None) for r in reqs]
     first = reqs[0]
-    loop = setup.loop(POOL[first[0]], first[5], first[1], first[2])
+    loop = setup.loop(POOL[first[0]], first[5], first[1], first[2], first[7])
     row_of = {0: 0}  # request index -> row
     got: dict[int, list[int]] = {0: []}
     kinds: dict[int, list[str]] = {0: []}
@@ -121,11 +129,12 @@ def test_arrivals_and_aborts_never_change_what_a_request_gets(kind, family, reqs
     step, pending = first[3], list(range(1, len(reqs)))
     while loop.active or pending:
         for i in [i for i in pending if reqs[i][3] <= step]:
-            prompt, max_new, seed, _, _, sampling, cap = reqs[i]
+            prompt, max_new, seed, _, _, sampling, cap, thresholds = reqs[i]
             stop = StopCriteria(max_new, frozenset({0}))
             # A tree has one shape for every row; BiLD's text depends on its drafts (not lossless).
             cap = None if family in ("bita", "bild") else cap
-            (row,) = loop.admit([POOL[prompt]], row_keys([seed], 1), stop, sampling, draft_cap=cap)
+            keys = row_keys([seed], 1)
+            (row,) = loop.admit([POOL[prompt]], keys, stop, sampling, draft_cap=cap, thresholds=thresholds)
             row_of[i], got[i], kinds[i], arrived[i], caps[i] = row, [], [], step, cap
             pending.remove(i)
         doomed = [
@@ -144,8 +153,8 @@ def test_arrivals_and_aborts_never_change_what_a_request_gets(kind, family, reqs
         assert setup.engine.batch_size == len(loop.active)  # finished and aborted rows freed their slots
         step += 1
     result = loop.result()
-    for i, (prompt, max_new, seed, _, _, sampling, _) in enumerate(reqs):
-        alone = setup.alone(POOL[prompt], sampling, max_new, seed)
+    for i, (prompt, max_new, seed, _, _, sampling, _, thresholds) in enumerate(reqs):
+        alone = setup.alone(POOL[prompt], sampling, max_new, seed, thresholds)
         assert result.tokens[row_of[i]] == got[i]
         if result.finish_reasons[row_of[i]] == "abort":
             assert got[i] == alone[: len(got[i])]
@@ -153,6 +162,30 @@ def test_arrivals_and_aborts_never_change_what_a_request_gets(kind, family, reqs
             assert got[i] == alone
         assert [k == ACCEPTED for k in kinds[i]] == result.from_draft[row_of[i]]
         assert set(kinds[i]) <= {ACCEPTED, RESAMPLED, BONUS, TARGET}
+
+
+@pytest.mark.parametrize("ignore_own", [False, True])
+def test_bild_rows_with_their_own_thresholds_share_a_batch(ignore_own):
+    """One prompt twice in one batch: α_RB 0 gives the target's own text, α_FB 0 with no rollback the
+    small model's; each equals BiLD run alone with its thresholds. Negative control: a loop that applies
+    the method's thresholds to every row fails it."""
+    setup = Setup.get("llama", "bild")
+    strict, loose = (0.3, 0.0), (0.0, 1e9)
+    loop = setup.loop(POOL[0], SamplingConfig(), 12, 1, strict)
+    loop.admit([POOL[0]], row_keys([1], 1), StopCriteria(12, frozenset({0})), thresholds=loose)
+    if ignore_own:
+        loop.row_thresholds = lambda which: loop.thresholds[which]
+    while loop.active:
+        loop.step()
+    got = loop.result().tokens
+    plain = Setup.get("llama", "plain").alone(POOL[0], SamplingConfig(), 12, 1)
+    alone = [setup.alone(POOL[0], SamplingConfig(), 12, 1, t) for t in (strict, loose)]
+    assert alone[0] == plain and alone[1] != plain  # the thresholds matter for this prompt
+    assert (got == alone) is not ignore_own
+    with pytest.raises(InvalidArgumentError, match="does not decode with BiLD"):
+        Setup.get("llama", "model").loop(POOL[0], SamplingConfig(), 4, 0).admit(
+            [POOL[1]], row_keys([1], 1), StopCriteria(4), thresholds=strict
+        )
 
 
 def test_negative_control_a_row_admitted_with_the_wrong_pending_token_is_caught():

@@ -8,6 +8,7 @@ import openai
 import pytest
 from fastapi.testclient import TestClient
 
+from specdec.decoders import BiLD
 from specdec.drafters import ModelDrafter, PromptLookupDrafter
 from specdec.pipeline import Pipeline
 from specdec.server import build_app
@@ -109,6 +110,8 @@ def test_completions_and_n_choices(client):
         ({"messages": CHAT, "stop": ["a", "b", "c", "d", "e"]}, 400, "stop"),
         ({"messages": CHAT, "speculative": {"method": "warp"}}, 400, "speculative"),
         ({"messages": CHAT, "speculative": {"drafter": "eagle"}}, 400, "'prompt-lookup'"),
+        ({"messages": CHAT, "speculative": {"rollback_threshold": 1.0}}, 400, "not BiLD"),
+        ({"messages": CHAT, "speculative": {"fallback_threshold": 1.5}}, 400, "fallback_threshold"),
     ],
 )
 def test_bad_requests_get_an_openai_error_saying_why(client, request_body, status, words):
@@ -176,6 +179,31 @@ def test_each_request_drafts_with_the_drafter_it_chose_and_gets_the_same_text():
         assert drafted > 0 and plain["metrics"]["speculative_decoding"]["num_draft_tokens"] == 0
         error = ask({"speculative": {"drafter": "eagle"}})["error"]
         assert error["code"] == 400 and "['prompt-lookup', 'model']" in error["message"]
+
+
+def test_a_bild_server_takes_each_requests_own_thresholds():
+    """On a BiLD server, a request with α_RB 0 gets the target's own text and one with no rollback the
+    small model's, side by side; a request without thresholds gets the server's."""
+    small = ModelDrafter(make_llama(len(TOK), seed=7), TOK)
+    method = BiLD(fallback_threshold=0.3, rollback_threshold=2.0)
+    body = {"prompt": "the quick brown fox", "max_tokens": 16, "temperature": 0}
+    with TestClient(build_app(MODEL, TOK, drafter=small, method=method, model_name="tiny")) as client:
+
+        def ask(speculative: dict) -> str:
+            return client.post("/v1/completions", json=body | {"speculative": speculative}).json()
+
+        plain = ask({"method": "off"})["choices"][0]["text"]
+        with ThreadPoolExecutor(3) as pool:
+            strict = pool.submit(ask, {"rollback_threshold": 0.0})
+            loose = pool.submit(ask, {"fallback_threshold": 0.0, "rollback_threshold": 1e9})
+            default = pool.submit(ask, {})
+            texts = [f.result()["choices"][0]["text"] for f in (strict, loose, default)]
+    pipe = Pipeline(MODEL, TOK, drafter=small)
+    loose_alone, default_alone = (
+        pipe.generate(body["prompt"], method=m, max_new_tokens=16, chat=False).text
+        for m in (BiLD(0.0, 1e9), method)
+    )
+    assert texts[0] == plain and texts[1] == loose_alone != plain and texts[2] == default_alone
 
 
 def test_a_stop_string_never_leaks_even_inside_an_accepted_draft_or_at_max_tokens(client):

@@ -67,16 +67,17 @@ class BiLD(DecodingMethod):
             )
 
         def rule(draft: Draft, logits: torch.Tensor, sampling: Sampling, draws: Draws) -> Verification:
-            return bild_verify(draft, logits, self.rollback_threshold, sampling, draws)
+            return bild_verify(draft, logits, loop.row_thresholds(1), sampling, draws)  # this step's rows'
 
-        return DraftVerifyLoop(
+        loop = DraftVerifyLoop(
             target,
             drafter,
             request,
             rule,
             policy=FixedGamma(self.max_small_tokens),
-            min_confidence=self.fallback_threshold,
+            thresholds=(self.fallback_threshold, self.rollback_threshold),
         )
+        return loop
 
 
 def rollback_distance(draft_tokens: torch.Tensor, target_logits: torch.Tensor) -> torch.Tensor:
@@ -86,14 +87,20 @@ def rollback_distance(draft_tokens: torch.Tensor, target_logits: torch.Tensor) -
 
 
 def bild_verify(
-    draft: Draft, logits: torch.Tensor, rollback_threshold: float, sampling: Sampling, draws: Draws
+    draft: Draft,
+    logits: torch.Tensor,
+    rollback_threshold: float | torch.Tensor,
+    sampling: Sampling,
+    draws: Draws,
 ) -> Verification:
-    """Keep pending small tokens up to the first one with d > α_RB that the large model would not have
-    chosen itself; the large model's own choice replaces it, or follows the last kept token."""
+    """Keep pending small tokens up to the first one with d > α_RB (one for all rows, or ``[B]``) that the
+    large model would not have chosen itself; the large model's own choice replaces it, or follows the
+    last kept token."""
     distance = rollback_distance(draft.tokens, logits[:, : draft.gamma]).cpu()
+    per_row = torch.is_tensor(rollback_threshold)
 
     def within_threshold(i: int, rows: torch.Tensor, choice: torch.Tensor) -> torch.Tensor:
-        return distance[rows, i] <= rollback_threshold
+        return distance[rows, i] <= (rollback_threshold[rows] if per_row else rollback_threshold)
 
     return match_verify(
         draft.tokens, target_choices(logits, sampling, draws), draft.row_lengths(), within_threshold

@@ -29,9 +29,12 @@ class Request:
     callback: StreamCallback | None = None
     draft_cap: int | None = None  # the most draft tokens a row verifies per step (0: none)
     route: str | None = None  # which of a RoutedDrafter's drafters drafts for these rows (None: its default)
+    thresholds: tuple[float, float] | None = None  # BiLD's (α_FB, α_RB) for these rows (None: the method's)
 
     def rows(self) -> Rows:
-        return Rows(self.prompts, self.stop, self.keys, self.callback, self.sampling, self.draft_cap)
+        return Rows(
+            self.prompts, self.stop, self.keys, self.callback, self.sampling, self.draft_cap, self.thresholds
+        )
 
     def first_growth(self, block: int) -> int:
         """Slots to reserve beyond the longest prompt: some new tokens and one block of slack."""

@@ -10,6 +10,7 @@ end of the context window, down to 0 (a plain target step), so every position of
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -169,8 +170,9 @@ class DraftVerifyLoop:
     their stop) between steps; :meth:`step` returns what each running request got.
 
     Every method runs on it and differs only in the rule (SpS's coupled match or modified rejection
-    sampling, BiLD's rollback threshold), in when the drafter stops (``min_confidence``, BiLD's
-    fallback threshold) and in the γ ``policy`` (None: plain decoding, no drafts).
+    sampling, BiLD's rollback threshold), in when the drafter stops (BiLD's fallback threshold: the
+    method's ``thresholds`` (α_FB, α_RB), or a request's own, see :meth:`row_thresholds`) and in the γ
+    ``policy`` (None: plain decoding, no drafts).
     """
 
     def __init__(
@@ -181,11 +183,12 @@ class DraftVerifyLoop:
         rule: VerifyRule,
         *,
         policy: GammaPolicy | None,
-        min_confidence: float = 0.0,
+        thresholds: tuple[float, float] | None = None,
     ):
         self.target, self.drafter, self.rule, self.policy = target, drafter, rule, policy
-        self.min_confidence = min_confidence
+        self.thresholds = thresholds
         check_draft_cap(request.draft_cap, drafter)
+        self._check_thresholds(request.thresholds)
         routing = route_options(drafter, request.route, len(request.prompts))
         self.stats, self.rows = GenerationStats(), request.rows()
         self._start = time.perf_counter()
@@ -212,17 +215,33 @@ class DraftVerifyLoop:
         sampling: Sampling = GREEDY,
         draft_cap: int | None = None,
         route: str | None = None,
+        thresholds: tuple[float, float] | None = None,
     ) -> list[int]:
         """Add requests (token ids, noise keys, stop criteria, sampling) to the running batch; their rows.
         ``draft_cap``: the most draft tokens they verify per step (0: speculation off for them; chains
         only — a tree drafter's block is one shape for every row); ``route``: which drafter of a
-        :class:`~specdec.drafters.routed.RoutedDrafter` drafts for them."""
+        :class:`~specdec.drafters.routed.RoutedDrafter` drafts for them; ``thresholds``: their own BiLD
+        (α_FB, α_RB)."""
         check_draft_cap(draft_cap, self.drafter)
+        self._check_thresholds(thresholds)
         routing = route_options(self.drafter, route, len(prompts))
         with self.stats.timed("prefill_time", self.target.device):
             prefill = self.target.admit(prompts, hidden_layers=self.drafter.target_hidden_layers)
             self.drafter.admit(prompts, prefill, **routing)
-        return self.rows.admit(prompts, keys, stop, sampling, draft_cap)
+        return self.rows.admit(prompts, keys, stop, sampling, draft_cap, thresholds)
+
+    def row_thresholds(self, which: int) -> float | torch.Tensor:
+        """BiLD's α_FB (``which`` 0) or α_RB (1) for the active rows: the method's, or float64 ``[B]``
+        where a request brought its own (0 and inf, never stop and never roll back, without BiLD)."""
+        default = (0.0, math.inf)[which] if self.thresholds is None else self.thresholds[which]
+        own = [self.rows.thresholds[row] for row in self.rows.active]
+        if all(t is None for t in own):
+            return default
+        return torch.tensor([default if t is None else t[which] for t in own], dtype=torch.float64)
+
+    def _check_thresholds(self, thresholds: tuple[float, float] | None) -> None:
+        if thresholds is not None and self.thresholds is None:
+            raise InvalidArgumentError("BiLD thresholds were given, but this loop does not decode with BiLD")
 
     def abort(self, rows: Sequence[int]) -> None:
         """Stop these requests now; their slots are freed."""
@@ -256,7 +275,7 @@ class DraftVerifyLoop:
         usable = None if self.policy is None else usable_lengths(rows, target)  # None: plain decoding
         gamma = 0 if usable is None else draft_length(self.policy, usable, target, self.drafter)
         with self.stats.timed("draft_time", target.device):
-            draft = self.drafter.propose(gamma, sampling, draws, min_confidence=self.min_confidence)
+            draft = self.drafter.propose(gamma, sampling, draws, min_confidence=self.row_thresholds(0))
         if draft.gamma and draft.parents is None and draft.extra is None:
             draft = cap(draft, usable)  # short, stopped or over-budget drafts: don't verify padding
         return gamma, draft

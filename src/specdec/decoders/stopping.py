@@ -60,6 +60,7 @@ class Rows:
         callback: StreamCallback | None = None,
         sampling: Sampling = GREEDY,
         draft_cap: int | None = None,
+        thresholds: tuple[float, float] | None = None,
     ):
         self.tokens: list[list[int]] = []
         self.from_draft: list[list[bool]] = []
@@ -69,9 +70,10 @@ class Rows:
         self.keys: list[int] = []
         self.configs: list[SamplingConfig] = []
         self.draft_caps: list[int | None] = []  # most draft tokens a row verifies per step (None: no cap)
+        self.thresholds: list[tuple[float, float] | None] = []  # own BiLD (α_FB, α_RB); None: the method's
         self.pending = torch.zeros(0, dtype=torch.long)
         self.callback = callback
-        self.admit(prompts, keys, stop, sampling, draft_cap)
+        self.admit(prompts, keys, stop, sampling, draft_cap, thresholds)
 
     def admit(
         self,
@@ -80,13 +82,16 @@ class Rows:
         stop: StopCriteria,
         sampling: Sampling,
         draft_cap: int | None = None,
+        thresholds: tuple[float, float] | None = None,
     ) -> list[int]:
         """Add rows (requests joining between steps, with their noise keys, stop criteria, sampling —
-        one config for all, or a :class:`RowSampling` of one each — and a cap on the draft tokens they
-        verify per step, 0 for none) after the active ones; their row ids."""
+        one config for all, or a :class:`RowSampling` of one each — a cap on the draft tokens they
+        verify per step, 0 for none, and their own BiLD thresholds) after the active ones; their row
+        ids."""
         first = len(self.tokens)
         new = list(range(first, first + len(prompts)))
         self.draft_caps += [draft_cap] * len(new)
+        self.thresholds += [thresholds] * len(new)
         self.tokens += [[] for _ in new]
         self.from_draft += [[] for _ in new]
         self.finish_reasons += [None] * len(new)

@@ -125,7 +125,7 @@ class Drafter(ABC):
         sampling: Sampling,
         draws: Draws,
         *,
-        min_confidence: float = 0.0,
+        min_confidence: float | torch.Tensor = 0.0,
     ) -> Draft:
         """Guess up to ``gamma`` tokens following each row's pending token.
 
@@ -136,7 +136,8 @@ class Drafter(ABC):
 
         ``min_confidence`` is BiLD's fallback threshold α_FB: a row's draft stops *before* the first
         token whose draft probability max_y p(y) (temperature 1, untruncated) is below it, handing
-        that position to the target. Drafters whose guesses carry no confidence ignore it.
+        that position to the target; one threshold for every row, or float64 ``[B]``, one per row.
+        Drafters whose guesses carry no confidence ignore it.
         """
 
     @abstractmethod

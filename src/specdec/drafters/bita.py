@@ -113,7 +113,7 @@ class BiTADrafter(Drafter):
         sampling: Sampling,
         draws: Draws,
         *,
-        min_confidence: float = 0.0,
+        min_confidence: float | torch.Tensor = 0.0,
     ) -> Draft:
         """The tree from the last pass's mask outputs, cut so its deepest mask group still fits in the
         ``gamma`` positions after the pending token; with mask groups for the next step."""

@@ -59,7 +59,7 @@ class LookupThenModelDrafter(Drafter):
         sampling: Sampling,
         draws: Draws,
         *,
-        min_confidence: float = 0.0,
+        min_confidence: float | torch.Tensor = 0.0,
     ) -> Draft:
         draft = lookup_draft(self.history, gamma, self.max_ngram, self.min_ngram)
         if gamma == 0 or not bool((draft.row_lengths() > 0).all()):

@@ -167,7 +167,9 @@ class Eagle3Drafter(Drafter):
         return out.logits[rows, last], out.prenorm[rows, last], self.cache.lengths > 0
 
     @torch.inference_mode()
-    def propose(self, gamma: int, sampling: Sampling, draws: Draws, *, min_confidence: float = 0.0) -> Draft:
+    def propose(
+        self, gamma: int, sampling: Sampling, draws: Draws, *, min_confidence: float | torch.Tensor = 0.0
+    ) -> Draft:
         batch = len(self.queue)
         self._fed = torch.zeros(batch, dtype=torch.long)
         if gamma == 0:

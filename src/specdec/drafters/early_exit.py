@@ -56,7 +56,7 @@ class EarlyExitDrafter(Drafter):
         sampling: Sampling,
         draws: Draws,
         *,
-        min_confidence: float = 0.0,
+        min_confidence: float | torch.Tensor = 0.0,
     ) -> Draft:
         if gamma == 0:
             return Draft.empty(len(self.pending))

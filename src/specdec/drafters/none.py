@@ -24,7 +24,9 @@ class NoDrafter(Drafter):
     def admit(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
         self.rows += len(prompts)
 
-    def propose(self, gamma: int, sampling: Sampling, draws: Draws, *, min_confidence: float = 0.0) -> Draft:
+    def propose(
+        self, gamma: int, sampling: Sampling, draws: Draws, *, min_confidence: float | torch.Tensor = 0.0
+    ) -> Draft:
         return Draft.empty(self.rows)
 
     def update(self, feedback: Feedback) -> None:

@@ -56,7 +56,7 @@ class PromptLookupDrafter(Drafter):
         sampling: Sampling,
         draws: Draws,
         *,
-        min_confidence: float = 0.0,
+        min_confidence: float | torch.Tensor = 0.0,
     ) -> Draft:
         draft = lookup_draft(self.history, gamma, self.max_ngram, self.min_ngram)
         self._last = draft.tokens

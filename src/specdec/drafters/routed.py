@@ -145,15 +145,16 @@ class RoutedDrafter(Drafter):
                 drafter.begin(mine, given)
         self.routes += routes
 
-    def propose(self, gamma: int, sampling: Sampling, draws: Draws, *, min_confidence: float = 0.0) -> Draft:
+    def propose(
+        self, gamma: int, sampling: Sampling, draws: Draws, *, min_confidence: float | torch.Tensor = 0.0
+    ) -> Draft:
         parts = []
         for name in dict.fromkeys(self.routes):
             rows = self.members(name)
             index = torch.tensor(rows, dtype=torch.long)
             mine = sampling.select(index) if isinstance(sampling, RowSampling) else sampling
-            draft = self.drafters[name].propose(
-                gamma, mine, draws.select(index), min_confidence=min_confidence
-            )
+            floor = min_confidence[index] if torch.is_tensor(min_confidence) else min_confidence  # α_FB
+            draft = self.drafters[name].propose(gamma, mine, draws.select(index), min_confidence=floor)
             parts.append((rows, draft))
         return merge_drafts(parts, len(self.routes))
 

@@ -47,7 +47,7 @@ def draft_autoregressively(
     gamma: int,
     sampling: Sampling,
     draws: Draws,
-    min_confidence: float = 0.0,
+    min_confidence: float | torch.Tensor = 0.0,
     stop: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> DraftRun:
     """Sample up to γ tokens, calling ``step(tokens) -> next logits`` between them.
@@ -55,20 +55,21 @@ def draft_autoregressively(
     The i-th token is drawn with the draws at offset i: the noise the target's own choice at that
     position uses, so a draft that agrees with the target draws the same token.
 
-    With ``min_confidence`` (BiLD's α_FB) a row stops before its first token whose max p is below
-    it, and with ``stop`` (``logits [B, V] -> [B] bool``, e.g. Tandem's router) before its first token
-    that says True; once every row has stopped the target takes over (rows that stopped earlier wait
-    for the batch). The last token is not fed unless drafting stopped that way: it is only needed once
-    accepted.
+    With ``min_confidence`` (BiLD's α_FB; float64 ``[B]`` for one per row) a row stops before its first
+    token whose max p is below it, and with ``stop`` (``logits [B, V] -> [B] bool``, e.g. Tandem's
+    router) before its first token that says True; once every row has stopped the target takes over
+    (rows that stopped earlier wait for the batch). The last token is not fed unless drafting stopped
+    that way: it is only needed once accepted.
     """
     logits, batch = first_logits, first_logits.shape[0]
+    confident = bool((torch.as_tensor(min_confidence) > 0).any())  # one α_FB, or one per row
     lengths = torch.full((batch,), gamma, dtype=torch.long)
     drafting = torch.ones(batch, dtype=torch.bool)
     tokens, probs, seen, forwards = [], [], [], 1
     for i in range(gamma):
-        if min_confidence > 0 or stop is not None:
+        if confident or stop is not None:
             unsure = torch.zeros(batch, dtype=torch.bool)
-            if min_confidence > 0:
+            if confident:
                 unsure |= max_probability(logits).cpu() < min_confidence
             if stop is not None:
                 unsure |= stop(logits).cpu()
@@ -91,7 +92,7 @@ def draft_autoregressively(
     draft = Draft(
         tokens=torch.stack(tokens, dim=1).cpu() if tokens else torch.zeros(batch, 0, dtype=torch.long),
         probs=torch.stack(probs, dim=1) if probs else None,
-        lengths=lengths if min_confidence > 0 or stop is not None else None,
+        lengths=lengths if confident or stop is not None else None,
     )
     return DraftRun(draft, fed_all=len(tokens) < gamma, forwards=forwards, logits=seen)
 
@@ -148,7 +149,7 @@ class SmallModelDrafter(Drafter):
         sampling: Sampling,
         draws: Draws,
         *,
-        min_confidence: float = 0.0,
+        min_confidence: float | torch.Tensor = 0.0,
     ) -> Draft:
         if gamma == 0:
             empty = Draft.empty(self.engine.batch_size)

@@ -12,13 +12,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 class SpeculativeOptions(BaseModel):
     """How one request is decoded: ``off`` (plain decoding for it) or the server's speculative method,
     with at most ``max_draft_tokens`` draft tokens verified per step, drafted by ``drafter`` (one of the
-    server's ``--drafter`` specs; default: its first)."""
+    server's ``--drafter`` specs; default: its first); on a BiLD server, its own fallback (α_FB) and
+    rollback (α_RB) thresholds (default: the server's)."""
 
     model_config = ConfigDict(extra="forbid")
 
     method: Literal["off", "plain", "server"] = "server"
     max_draft_tokens: int | None = Field(default=None, ge=0, le=64)
     drafter: str | None = Field(default=None, min_length=1)
+    fallback_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    rollback_threshold: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
 
 
 class StreamOptions(BaseModel):

@@ -48,6 +48,7 @@ class Job:
     deliver: Callable[[StepOutput | Exception], None]
     cancelled: bool = False
     route: str | None = None  # the drafter this job chose, when the server runs several
+    thresholds: tuple[float, float] | None = None  # its own BiLD (α_FB, α_RB), on a BiLD server
     arrived: float = field(default_factory=time.perf_counter)
 
 
@@ -157,11 +158,17 @@ class Scheduler:
         """Prefill ``job`` into the running loop (a new loop if none runs); its row."""
         if self.loop is not None:
             (row,) = self.loop.admit(
-                [job.prompt], [job.key], job.stop, job.sampling, job.draft_cap, job.route
+                [job.prompt], [job.key], job.stop, job.sampling, job.draft_cap, job.route, job.thresholds
             )
             return row
         request = Request(
-            [job.prompt], job.sampling, job.stop, [job.key], draft_cap=job.draft_cap, route=job.route
+            [job.prompt],
+            job.sampling,
+            job.stop,
+            [job.key],
+            draft_cap=job.draft_cap,
+            route=job.route,
+            thresholds=job.thresholds,
         )
         self.loop = self.method.loop(self.engine, self.drafter, request)
         return 0

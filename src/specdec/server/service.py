@@ -12,14 +12,14 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from specdec.decoders import StopCriteria
+from specdec.decoders import BiLD, StopCriteria
 from specdec.decoders.loop import ACCEPTED, StepOutput
 from specdec.drafters.routed import RoutedDrafter
 from specdec.errors import InvalidArgumentError, PromptError
 from specdec.pipeline import Pipeline, eos_token_ids
 from specdec.sampling import SamplingConfig, row_keys
 from specdec.server.metrics import Metrics, SpecStats
-from specdec.server.protocol import ChatCompletionRequest, SamplingRequest
+from specdec.server.protocol import ChatCompletionRequest, SamplingRequest, SpeculativeOptions
 from specdec.server.scheduler import Job, Scheduler
 from specdec.server.text import FINISH_REASONS, TextStream
 
@@ -95,11 +95,28 @@ class Service:
         keys = row_keys([seed], body.n)
         options = body.speculative
         cap = 0 if options.method in ("off", "plain") else options.max_draft_tokens
-        route = self.route(options.drafter)
+        route, thresholds = self.route(options.drafter), self.thresholds(options)
         return [
-            Job(prompt, sampling, stop, keys[i], cap, lambda out, i=i: deliver(i, out), route=route)
+            Job(prompt, sampling, stop, keys[i], cap, partial(deliver, i), route=route, thresholds=thresholds)
             for i in range(body.n)
         ]
+
+    def thresholds(self, options: SpeculativeOptions) -> tuple[float, float] | None:
+        """A request's own BiLD (α_FB, α_RB), the server's where it gives one only; None where it gives
+        neither."""
+        fallback, rollback = options.fallback_threshold, options.rollback_threshold
+        if fallback is None and rollback is None:
+            return None
+        method = self.scheduler.method
+        if not isinstance(method, BiLD):
+            raise InvalidArgumentError(
+                "speculative.fallback_threshold / rollback_threshold: this server decodes with "
+                f"{method.name!r}, not BiLD (start it with --bild FALLBACK ROLLBACK)"
+            )
+        return (
+            method.fallback_threshold if fallback is None else fallback,
+            method.rollback_threshold if rollback is None else rollback,
+        )
 
     def route(self, drafter: str | None) -> str | None:
         """The drafter a request chose, checked against the server's; None for its default (or only) one."""

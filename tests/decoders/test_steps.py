@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specdec.decoders import BiLD, PlainDecoding, Request, SpeculativeSampling, StopCriteria
-from specdec.decoders.loop import ACCEPTED, BONUS, RESAMPLED, TARGET
+from specdec.decoders.blocks import ACCEPTED, BONUS, RESAMPLED, TARGET
 from specdec.drafters import EarlyExitDrafter, ModelDrafter, PromptLookupDrafter
 from specdec.drafters.bita import BiTADrafter
 from specdec.drafters.tandem import TandemDrafter

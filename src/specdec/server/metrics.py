@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from specdec.decoders.loop import ACCEPTED, StepOutput
+from specdec.decoders.blocks import ACCEPTED
+from specdec.decoders.loop import StepOutput
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48)
 

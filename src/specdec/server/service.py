@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from specdec.decoders import BiLD, StopCriteria
-from specdec.decoders.loop import ACCEPTED, StepOutput
+from specdec.decoders.blocks import ACCEPTED
+from specdec.decoders.loop import StepOutput
 from specdec.drafters.routed import RoutedDrafter
 from specdec.errors import InvalidArgumentError, PromptError
 from specdec.pipeline import Pipeline, eos_token_ids

@@ -7,7 +7,8 @@
 2. **Speed**: closed loops of c clients (each finished request replaced by the next) at each
    ``--concurrency``, plain (``speculative.method = off``) and speculative on the same server: aggregate
    tokens/s, time to first token and inter-token latency (p50 / p99), acceptance from the responses'
-   own speculative metrics.
+   own speculative metrics; at concurrency 1 the same requests also through the library, once the
+   server has stopped (:mod:`specdec.benchmarks.library_baseline`), so the two speedups sit side by side.
 
 Writes JSON and markdown; the server is started here (``--model``, ``--drafter``) or given (``--url``).
 """
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import httpx
 
+from specdec.benchmarks.library_baseline import library_speedup
 from specdec.benchmarks.report import machine_info
 from specdec.errors import InvalidArgumentError
 
@@ -228,6 +230,10 @@ def run_from_args(args: argparse.Namespace) -> dict:
         if server is not None:
             server.terminate()
             server.wait(60)
+    if 1 in args.concurrency and args.drafter and not args.url:  # with the server gone: the CPU to itself
+        mix = request_mix(max(args.min_requests, 2), seed=1)
+        report["library_c1"] = library_speedup(args.model, args.drafter, mix)
+        print(json.dumps(report["library_c1"]), flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=1))
     Path(args.markdown).write_text(markdown(report))
@@ -248,11 +254,14 @@ def markdown(report: dict) -> str:
         f"{b['failed']} failed, {b['differ_from_alone']} differ from the same request sent alone; server "
         f"memory (MiB) before / after the burst / at the end: {memory}.",
         "",
+    ]
+    base = {r["concurrency"]: r["tokens_per_s"] for r in report["loops"] if r["method"] == "off"}
+    lines += library_line(report, base)
+    lines += [
         "| c | speculation | requests | failed | tok/s | × off | TTFT p50 / p99 (s) | ITL p50 / p99 (ms) "
         "| accepted |",
         "|---:|---|---:|---:|---:|---:|---|---|---:|",
     ]
-    base = {r["concurrency"]: r["tokens_per_s"] for r in report["loops"] if r["method"] == "off"}
     for r in report["loops"]:
         acc = "–" if r["draft_acceptance_rate"] is None else f"{r['draft_acceptance_rate']:.2f}"
         ratio = r["tokens_per_s"] / base[r["concurrency"]]
@@ -262,6 +271,23 @@ def markdown(report: dict) -> str:
             f"{fmt(r['itl_p50_s'], 1000)} / {fmt(r['itl_p99_s'], 1000)} | {acc} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def library_line(report: dict, base: dict[int, float]) -> list[str]:
+    """The library's speedup on the concurrency-1 requests beside the server's (when it was measured)."""
+    library = report.get("library_c1")
+    server = [
+        r["tokens_per_s"] / base[1] for r in report["loops"] if r["concurrency"] == 1 and r["method"] != "off"
+    ]
+    if library is None or not server:
+        return []
+    return [
+        f"**One request, server against library**: the {library['requests']} requests of c = 1 through "
+        f"`Pipeline.generate` in one process (no HTTP), plain then speculative each: "
+        f"{library['speedup']:.2f}× ({library['tokens_per_s_off']:.1f} → "
+        f"{library['tokens_per_s_speculative']:.1f} tok/s); the server's {server[0]:.2f}×.",
+        "",
+    ]
 
 
 def fmt(value: float | None, scale: float = 1.0) -> str:
@@ -275,7 +301,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=int(os.environ.get("SPECDEC_LOAD_PORT", "8765")))
     parser.add_argument("--max-batch", type=int, default=32)
     parser.add_argument("--streams", type=int, default=200, help="concurrent streams of the burst")
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 16, 32])
     parser.add_argument("--min-requests", type=int, default=8)
     parser.add_argument("--out", required=True)
     parser.add_argument("--markdown", required=True)

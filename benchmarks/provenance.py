@@ -138,11 +138,12 @@ def stamp(page: Path, today: str, dry_run: bool = False) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Stamp every results page (``benchmarks/*.md`` but SKIPPED, and the root page); one line each."""
+    """Stamp every results page (``benchmarks/*.md`` but SKIPPED, and a root page if there is one); one
+    line each."""
     dry_run = "--dry-run" in (sys.argv[1:] if argv is None else argv)  # print the paragraphs, write nothing
     today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     pages = [p for p in sorted((ROOT / "benchmarks").glob("*.md")) if p.name not in SKIPPED]
-    for page in [*pages, ROOT / "BENCHMARKS.md"]:
+    for page in [*pages, *[p for p in [ROOT / "BENCHMARKS.md"] if p.is_file()]]:
         print(stamp(page, today, dry_run))
 
 

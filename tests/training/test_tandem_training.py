@@ -324,6 +324,10 @@ def test_the_cli_runs_the_whole_recipe(tmp_path, tiny_model_dir, answers, monkey
     steps = [p["tokens_seen"] for p in report["budget"]["tandem"]]
     assert len(steps) == 2 and steps[0] < steps[1]
     assert "| tandem |" in markdown.read_text() and (tmp_path / "budget.png").stat().st_size > 0
+    digests = report["digests"]  # the weights each row ran with, on the page too
+    assert len(set(digests.values())) == 2 and all(
+        f"{n} {d}" in markdown.read_text() for n, d in digests.items()
+    )
     dest = tmp_path / "drafts"
     export = ["train", "export", "--draft", str(tmp_path / "tandem" / "best"), "--base", str(tiny_model_dir)]
     assert main([*export, "--name", "tiny-tandem", "--dest", str(dest)]) == 0

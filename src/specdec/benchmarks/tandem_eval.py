@@ -26,6 +26,7 @@ import torch
 from specdec.benchmarks.bild_report import relative_link
 from specdec.benchmarks.report import machine_info
 from specdec.errors import InvalidArgumentError
+from specdec.models.packaged import drafter_digest
 from specdec.models.router import total_variation_topk
 from specdec.models.tandem import CONFIG_FILE as TANDEM_CONFIG
 from specdec.training.primary_cache import PrimaryCache, split
@@ -150,6 +151,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
         "machine": machine_info(),
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "func"},
         "models": {k: str(v) for k, v in models.items()},
+        "digests": {k: drafter_digest(str(v)) for k, v in models.items()},
         "tables": tables,
         "budget": {name: budget_curve(folder / "log.jsonl") for name, folder in runs.items()},
         "runs": {
@@ -195,8 +197,11 @@ def write_markdown(report: dict, path: Path, plot_path: Path | None) -> None:
     lines = [
         "# Tandem Transformers: Table 1, accepted tokens per block, budget curve",
         "",
-        f"Produced by `{machine['command']}` on {machine['date']} ({machine['cpu']}, {machine['cores']} "
-        f"cores, torch {machine['torch']}). Held-out sequences only (never trained on, not the ones "
+        f"Produced by `{machine['command']}` at commit {machine.get('commit')} on {machine['date']} "
+        f"({machine['cpu']}, {machine['cores']} cores, torch {machine['torch']}); weights (sha256 of the "
+        "safetensors, first 16 hex): "
+        + ", ".join(f"{name} {digest}" for name, digest in report.get("digests", {}).items())
+        + ". Held-out sequences only (never trained on, not the ones "
         "checkpoints were selected on). Accuracy / CE: against the next token of the sequence (on target "
         "answers that is the target's own greedy choice); relative accuracy: top-1 agreement with the "
         "primary; relative TV: mean total variation to the primary's distribution (its top-64 exact, the "

@@ -6,6 +6,7 @@ included) on tiny Llama and GPT-2 targets; after every step the
 engine holds exactly the running rows.
 """
 
+import math
 from typing import ClassVar
 
 import pytest
@@ -182,6 +183,9 @@ def test_bild_rows_with_their_own_thresholds_share_a_batch(ignore_own):
     alone = [setup.alone(POOL[0], SamplingConfig(), 12, 1, t) for t in (strict, loose)]
     assert alone[0] == plain and alone[1] != plain  # the thresholds matter for this prompt
     assert (got == alone) is not ignore_own
+    for bad in ((1.5, 1.0), (0.5, -1.0), (0.5, math.nan)):
+        with pytest.raises(InvalidArgumentError, match="α_FB must be in"):
+            loop.admit([POOL[1]], row_keys([1], 1), StopCriteria(4), thresholds=bad)
     with pytest.raises(InvalidArgumentError, match="does not decode with BiLD"):
         Setup.get("llama", "model").loop(POOL[0], SamplingConfig(), 4, 0).admit(
             [POOL[1]], row_keys([1], 1), StopCriteria(4), thresholds=strict

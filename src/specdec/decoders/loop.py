@@ -166,8 +166,15 @@ class DraftVerifyLoop:
         return torch.tensor([default if t is None else t[which] for t in own], dtype=torch.float64)
 
     def _check_thresholds(self, thresholds: tuple[float, float] | None) -> None:
-        if thresholds is not None and self.thresholds is None:
+        if thresholds is None:
+            return
+        if self.thresholds is None:
             raise InvalidArgumentError("BiLD thresholds were given, but this loop does not decode with BiLD")
+        fallback, rollback = thresholds
+        if not 0 <= fallback <= 1 or not rollback >= 0:  # NaN fails too
+            raise InvalidArgumentError(
+                f"BiLD thresholds: α_FB must be in [0, 1] and α_RB >= 0, got {fallback!r}, {rollback!r}"
+            )
 
     def abort(self, rows: Sequence[int]) -> None:
         """Stop these requests now; their slots are freed."""

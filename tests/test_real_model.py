@@ -33,6 +33,8 @@ DRAFTERS = [
     "tandem:smollm2-135m-tandem",
     "tandem+router:smollm2-135m-tandem",
     "bita[straight]:smollm2-135m-bita",
+    "eagle3:smollm2-135m-eagle3",
+    "int8:tree-2:eagle3:smollm2-135m-eagle3",
     "bita:smollm2-135m-bita",
     "bita[full-2]:smollm2-135m-bita",
     "tree-3:smollm2-135m-draft",

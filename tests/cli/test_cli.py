@@ -141,3 +141,4 @@ def test_drafters_lists_every_spec_and_the_packaged_drafters_with_digests(capsys
     assert "prompt-lookup" in out and "tandem+router:PATH" in out and "bita[SHAPE]:PATH" in out
     assert "smollm2-135m-draft" in out and "tandem:smollm2-135m-tandem" in out
     assert drafter_digest("smollm2-135m-draft") in out
+    assert "eagle3:smollm2-135m-eagle3" in out and drafter_digest("smollm2-135m-eagle3") in out

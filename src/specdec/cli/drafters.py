@@ -9,7 +9,13 @@ from rich.console import Console
 from rich.table import Table
 
 from specdec.drafters.factory import DRAFTER_SPECS
-from specdec.models.packaged import drafter_digest, packaged_bitas, packaged_drafts, packaged_tandems
+from specdec.models.packaged import (
+    drafter_digest,
+    packaged_bitas,
+    packaged_drafts,
+    packaged_eagle3s,
+    packaged_tandems,
+)
 
 
 def run_drafters(args: argparse.Namespace) -> None:
@@ -24,7 +30,8 @@ def run_drafters(args: argparse.Namespace) -> None:
     for column in ("spec", "kind", "weights (sha256, first 16 hex)"):
         packaged.add_column(column, no_wrap=True)
     kinds = (("draft", packaged_drafts(), ""), ("tandem", packaged_tandems(), "tandem:"))
-    for kind, names, prefix in (*kinds, ("bita", packaged_bitas(), "bita:")):
+    kinds += (("bita", packaged_bitas(), "bita:"), ("eagle3", packaged_eagle3s(), "eagle3:"))
+    for kind, names, prefix in kinds:
         for name in sorted(names):
             packaged.add_row(prefix + name, kind, drafter_digest(name) or "–")
     console.print(packaged)

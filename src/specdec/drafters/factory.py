@@ -21,7 +21,13 @@ from specdec.models import PRECISIONS, default_cache_dir, load_model
 from specdec.models.bita import BiTAAdapter
 from specdec.models.draft_vocab import VOCAB_FILE, top_tokens
 from specdec.models.eagle3_layout import load_head
-from specdec.models.packaged import packaged_bitas, packaged_drafts, packaged_tandem_folder, packaged_tandems
+from specdec.models.packaged import (
+    packaged_bitas,
+    packaged_drafts,
+    packaged_eagle3s,
+    packaged_tandem_folder,
+    packaged_tandems,
+)
 from specdec.models.router import BlockRouter
 from specdec.models.surgery import reduced_precision_copy
 from specdec.models.tandem import TandemModel
@@ -40,7 +46,11 @@ DRAFTER_SPECS: tuple[tuple[str, str], ...] = (
     ("early-exit-N", "the target's first N layers on the target's cache (for `train early-exit` models)"),
     ("tandem:PATH", "a Tandem secondary reading the target's hidden states (Tandem + SPEED)"),
     ("tandem+router:PATH", "the same with its adaptive block length router (PATH/router)"),
-    ("eagle3:PATH", "an EAGLE-3 head (speculators layout) reading three of the target's hidden states"),
+    (
+        "eagle3:PATH",
+        "an EAGLE-3 head (speculators layout) reading three of the target's hidden states; PATH a folder "
+        "or a packaged name",
+    ),
     ("tree-K:eagle3:PATH", "the head's chain plus its next K-1 likeliest tokens at each depth (a tree)"),
     ("int8:eagle3:PATH", "the head's linears in int8 (or bf16:, fp16:): fewer bytes per draft token"),
     (
@@ -148,7 +158,11 @@ def eagle3_drafter(spec: str, target: PreTrainedModel) -> Eagle3Drafter:
             raise InvalidArgumentError(
                 f"drafter {spec!r}: expected [tree-K:][int8:|bf16:|fp16:]eagle3:PATH with K >= 2"
             )
-    head = load_head(Path(rest.removeprefix("eagle3:")), target.config.get_text_config().num_hidden_layers)
+    path = rest.removeprefix("eagle3:")
+    folder = (
+        Path(path) if Path(path).is_dir() or path not in (shipped := packaged_eagle3s()) else shipped[path]
+    )
+    head = load_head(folder, target.config.get_text_config().num_hidden_layers)
     if precision is not None:
         head = reduced_precision_copy(head, precision)
     return Eagle3Drafter(head, target.get_input_embeddings().weight, tree_width=width, name=spec)

@@ -72,6 +72,20 @@ def packaged_bitas() -> dict[str, Path]:
     return {p.name: p for p in sorted(DRAFTS_DIR.iterdir()) if (p / CONFIG_FILE).is_file()}
 
 
+def packaged_eagle3s() -> dict[str, Path]:
+    """Shipped EAGLE-3 heads: folders in the speculators layout, loaded from where they lie."""
+    from specdec.models.eagle3_layout import CONFIG_FILE
+
+    if not DRAFTS_DIR.is_dir():
+        return {}
+    return {
+        p.name: p
+        for p in sorted(DRAFTS_DIR.iterdir())
+        if (p / CONFIG_FILE).is_file()
+        and json.loads((p / CONFIG_FILE).read_text()).get("speculators_model_type") == "eagle3"
+    }
+
+
 def packaged_tandem_folder(name: str, folder: Path, cache_dir: Path, load_base: BaseLoader) -> Path:
     """The cached Tandem folder of packaged secondary ``name`` (see the module docstring)."""
     from specdec.models.tandem import SECONDARY_DIR

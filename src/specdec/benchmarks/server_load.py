@@ -5,7 +5,8 @@
    sent alone afterwards (greedy: identical; seeded: identical), so no response was mixed with another;
    the server's resident memory is read before, after the burst and at the end.
 2. **Speed**: closed loops of c clients (each finished request replaced by the next) at each
-   ``--concurrency``, plain (``speculative.method = off``) and speculative on the same server: aggregate
+   ``--concurrency``, plain (``speculative.method = off``), speculative and plain again on the same
+   server, in ``--rounds`` rounds (order rotated; :mod:`specdec.benchmarks.server_load_report`): aggregate
    tokens/s, time to first token and inter-token latency (p50 / p99), acceptance from the responses'
    own speculative metrics; at concurrency 1 the same requests also through the library, once the
    server has stopped (:mod:`specdec.benchmarks.library_baseline`), so the two speedups sit side by side.
@@ -29,6 +30,7 @@ import httpx
 
 from specdec.benchmarks.library_baseline import library_speedup
 from specdec.benchmarks.report import machine_info
+from specdec.benchmarks.server_load_report import markdown, rotated
 from specdec.errors import InvalidArgumentError
 
 QUESTIONS = [
@@ -213,19 +215,23 @@ def run_from_args(args: argparse.Namespace) -> dict:
         raise InvalidArgumentError(
             f"{args.out} or {args.markdown} exists: a run never overwrites another's results"
         )
+    if args.rounds < 1:
+        raise InvalidArgumentError(f"--rounds must be >= 1, got {args.rounds}")
     server, url = (None, args.url) if args.url else start_server(args)
     try:
         pid = server.pid if server else None
         report = {"machine": machine_info(), "model": args.model, "drafter": args.drafter}
+        report["rounds"] = args.rounds
         report["burst"] = asyncio.run(burst(url, request_mix(args.streams), pid))
         print(json.dumps(report["burst"]), flush=True)
         report["loops"] = []
         for concurrency in args.concurrency:
             mix = request_mix(max(args.min_requests, 2 * concurrency), seed=concurrency)
-            for method in ("off", "server"):
-                row = asyncio.run(closed_loop(url, mix, concurrency, method))
-                report["loops"].append(row)
-                print(json.dumps({k: v for k, v in row.items() if k != "texts"}), flush=True)
+            for turn in range(args.rounds):
+                for name, method in rotated(turn):
+                    row = asyncio.run(closed_loop(url, mix, concurrency, method))
+                    report["loops"].append(row | {"label": name, "round": turn})
+                    print(json.dumps({k: v for k, v in row.items() if k != "texts"}), flush=True)
     finally:
         if server is not None:
             server.terminate()
@@ -240,60 +246,6 @@ def run_from_args(args: argparse.Namespace) -> dict:
     return report
 
 
-def markdown(report: dict) -> str:
-    m, b = report["machine"], report["burst"]
-    memory = " / ".join("–" if v is None else f"{v:.0f}" for v in b["rss_mib"])
-    lines = [
-        "# specdec serve under load",
-        "",
-        f"Produced by `{m['command']}` at commit {m.get('commit')} on {m['date']} ({m['cpu']}, "
-        f"{m['cores']} cores, torch {m['torch']}). Model {report['model']}, drafter "
-        f"{report['drafter'] or '(none)'}, over HTTP on 127.0.0.1, streaming chat completions.",
-        "",
-        f"**Burst**: {b['streams']} concurrent streams (lengths 8-64, greedy and seeded sampling): "
-        f"{b['failed']} failed, {b['differ_from_alone']} differ from the same request sent alone; server "
-        f"memory (MiB) before / after the burst / at the end: {memory}.",
-        "",
-    ]
-    base = {r["concurrency"]: r["tokens_per_s"] for r in report["loops"] if r["method"] == "off"}
-    lines += library_line(report, base)
-    lines += [
-        "| c | speculation | requests | failed | tok/s | × off | TTFT p50 / p99 (s) | ITL p50 / p99 (ms) "
-        "| accepted |",
-        "|---:|---|---:|---:|---:|---:|---|---|---:|",
-    ]
-    for r in report["loops"]:
-        acc = "–" if r["draft_acceptance_rate"] is None else f"{r['draft_acceptance_rate']:.2f}"
-        ratio = r["tokens_per_s"] / base[r["concurrency"]]
-        lines.append(
-            f"| {r['concurrency']} | {r['method']} | {r['requests']} | {r['failed']} | "
-            f"{r['tokens_per_s']:.1f} | {ratio:.2f}× | {fmt(r['ttft_p50_s'])} / {fmt(r['ttft_p99_s'])} | "
-            f"{fmt(r['itl_p50_s'], 1000)} / {fmt(r['itl_p99_s'], 1000)} | {acc} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def library_line(report: dict, base: dict[int, float]) -> list[str]:
-    """The library's speedup on the concurrency-1 requests beside the server's (when it was measured)."""
-    library = report.get("library_c1")
-    server = [
-        r["tokens_per_s"] / base[1] for r in report["loops"] if r["concurrency"] == 1 and r["method"] != "off"
-    ]
-    if library is None or not server:
-        return []
-    return [
-        f"**One request, server against library**: the {library['requests']} requests of c = 1 through "
-        f"`Pipeline.generate` in one process (no HTTP), plain then speculative each: "
-        f"{library['speedup']:.2f}× ({library['tokens_per_s_off']:.1f} → "
-        f"{library['tokens_per_s_speculative']:.1f} tok/s); the server's {server[0]:.2f}×.",
-        "",
-    ]
-
-
-def fmt(value: float | None, scale: float = 1.0) -> str:
-    return "–" if value is None else f"{value * scale:.2f}" if scale == 1.0 else f"{value * scale:.0f}"
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--drafter", default="prompt-lookup")
@@ -303,5 +255,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--streams", type=int, default=200, help="concurrent streams of the burst")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 16, 32])
     parser.add_argument("--min-requests", type=int, default=8)
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of plain, speculative and plain again per concurrency"
+    )
     parser.add_argument("--out", required=True)
     parser.add_argument("--markdown", required=True)

@@ -1,15 +1,27 @@
-"""lookup+MODEL: prompt lookup where the context has a match, the draft model elsewhere."""
+"""lookup+MODEL: prompt lookup where the context has a match, the draft model (or EAGLE-3 head) elsewhere."""
 
 import copy
 
 import pytest
 import torch
 
-from specdec.decoders import SpeculativeSampling
+from specdec.decoders import PlainDecoding, Request, SpeculativeSampling, StopCriteria
 from specdec.drafters import LookupThenModelDrafter, ModelDrafter, make_drafter
+from specdec.drafters.eagle3 import Eagle3Drafter
+from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
+from specdec.models.eagle3_layout import save_head
 from specdec.pipeline import Pipeline
-from tiny import make_llama, make_tokenizer, perturbed_copy
+from specdec.sampling import SamplingConfig, row_keys
+from tiny import (
+    chain_of,
+    fresh_chain,
+    make_eagle3,
+    make_eagle3_head,
+    make_llama,
+    make_tokenizer,
+    perturbed_copy,
+)
 
 # Repeated phrases give lookup matches; new text between them leaves the model to draft.
 PROMPTS = [
@@ -88,3 +100,85 @@ def test_lookup_plus_spelling_and_refusals(setup, tiny_model_dir):
         make_drafter(f"lookup+tree-2:{tiny_model_dir}", target, tok)
     with pytest.raises(InvalidArgumentError, match="min_ngram"):
         LookupThenModelDrafter(drafter.model, min_ngram=0)
+
+
+# lookup+eagle3: the head runs nothing on lookup steps and must still hold the settled text after them
+EAGLE_TARGET = make_llama(len(make_tokenizer()), seed=0, layers=4)
+EAGLE_PROMPT = [5, 9, 14, 5, 9, 14, 5, 9, 14, 5, 9]  # the tiny target repeats it for a while, then not
+
+
+class NoAdopt(Eagle3Drafter):
+    """Negative control: takes lookup's tokens for its own last drafts."""
+
+    def adopt(self, tokens):
+        pass
+
+
+def head_chains_after_lookup(head_drafter) -> tuple[list[tuple[list[int], list[int]]], list[int]]:
+    """Greedy SpS (γ 3, 80 tokens) with lookup+``head_drafter``: at each step the head drafts, the text
+    settled so far and the head's chain; and, per head step, the lookup tokens kept since the last one."""
+    combined = LookupThenModelDrafter(head_drafter, min_ngram=1)
+    records, kept_before, kept, lookups = [], [], [0], [0]
+    propose, combined_propose, update = head_drafter.propose, combined.propose, combined.update
+
+    def recording(gamma, sampling, draws, *, min_confidence=0.0):
+        draft = propose(gamma, sampling, draws, min_confidence=min_confidence)
+        if gamma:
+            records.append((list(combined.history[0]), chain_of(draft)))
+            kept_before.append(kept[0])
+            kept[0] = 0
+        return draft
+
+    def step_source(*args, **kwargs):
+        lookups[0] = combined.lookup_steps
+        return combined_propose(*args, **kwargs)
+
+    def counting(feedback):
+        if combined.lookup_steps > lookups[0]:  # a lookup step: the head drafted nothing
+            kept[0] += int(feedback.num_accepted.sum())
+        update(feedback)
+
+    head_drafter.propose, combined.propose, combined.update = recording, step_source, counting
+    request = Request([EAGLE_PROMPT], SamplingConfig(), StopCriteria(80), row_keys([0], 1))
+    loop = SpeculativeSampling(3).loop(Engine(EAGLE_TARGET), combined, request)
+    while loop.active:
+        loop.step()
+    return records, kept_before
+
+
+def test_an_eagle3_head_behind_lookup_drafts_what_a_fresh_head_drafts_on_the_settled_text():
+    records, kept_before = head_chains_after_lookup(make_eagle3(EAGLE_TARGET, seed=1))
+    assert any(kept_before[1:]), "a head step after kept lookup tokens"
+    for text, chain in records:
+        assert chain == fresh_chain(make_eagle3(EAGLE_TARGET, seed=1), EAGLE_TARGET, text)[: len(chain)]
+    # Negative control: a head that takes lookup's tokens for its own drafts falls out of step.
+    base = make_eagle3(EAGLE_TARGET, seed=1)
+    records, _ = head_chains_after_lookup(NoAdopt(base.head, base.embeddings))
+    fresh = [fresh_chain(make_eagle3(EAGLE_TARGET, seed=1), EAGLE_TARGET, text) for text, _ in records]
+    assert any(chain != f[: len(chain)] for (_, chain), f in zip(records, fresh, strict=True))
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.9])
+def test_lookup_then_eagle3_emits_plain_decodings_tokens(temperature):
+    drafter = LookupThenModelDrafter(make_eagle3(EAGLE_TARGET, seed=1))
+    sampling = SamplingConfig(temperature=temperature)
+    prompts = [EAGLE_PROMPT, EAGLE_PROMPT[3:]]
+    outs = []
+    for method, d in ((SpeculativeSampling(4), drafter), (PlainDecoding(), None)):
+        request = Request(prompts, sampling, StopCriteria(32), row_keys([3, 4], 1))
+        loop = method.loop(Engine(EAGLE_TARGET), d, request)
+        while loop.active:
+            loop.step()
+        outs.append(loop.result().tokens)
+    assert outs[0] == outs[1]
+    assert drafter.lookup_steps > 0 and drafter.model_steps > 0
+
+
+def test_lookup_plus_eagle3_spelling(tmp_path):
+    head = make_eagle3_head(EAGLE_TARGET)
+    save_head(head, tmp_path / "head", {"name_or_path": "tiny", "architectures": []})
+    drafter = make_drafter(f"lookup+int8:eagle3:{tmp_path / 'head'}", EAGLE_TARGET, None)
+    assert isinstance(drafter, LookupThenModelDrafter) and isinstance(drafter.model, Eagle3Drafter)
+    assert drafter.target_hidden_layers == head.aux_layers
+    with pytest.raises(InvalidArgumentError, match="chain-drafting"):
+        make_drafter(f"lookup+tree-2:eagle3:{tmp_path / 'head'}", EAGLE_TARGET, None)

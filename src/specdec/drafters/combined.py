@@ -1,7 +1,8 @@
-"""Prompt lookup where the context has a match, a trained draft model elsewhere.
+"""Prompt lookup where the context has a match, a trained drafter (a draft model or an EAGLE-3 head)
+elsewhere.
 
 The two are good at different text: lookup guesses long copied spans for free (summaries, RAG, edits,
-code, multi-turn chat), a draft model guesses new text at a small cost per token. Each step, the rows'
+code, multi-turn chat), a trained drafter guesses new text at a small cost per token. Each step, the rows'
 contexts are searched first; when every row's last tokens (at least ``min_ngram`` of them: a single
 token repeats everywhere and predicts little) occurred earlier, the tokens that followed are the
 draft and the model runs nothing (it catches up on what was kept at its next proposal); otherwise
@@ -17,6 +18,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.drafters.base import Draft, Drafter, Feedback
+from specdec.drafters.eagle3 import Eagle3Drafter
 from specdec.drafters.model import ModelDrafter
 from specdec.drafters.prompt_lookup import lookup_draft
 from specdec.engine import ExtendOutput
@@ -25,16 +27,27 @@ from specdec.sampling import Draws, Sampling
 
 
 class LookupThenModelDrafter(Drafter):
-    """Prompt lookup (n-grams of ``min_ngram`` to ``max_ngram`` tokens) first, ``model`` elsewhere."""
+    """Prompt lookup (n-grams of ``min_ngram`` to ``max_ngram`` tokens) first, ``model`` elsewhere: a
+    chain-drafting draft model or EAGLE-3 head (one that can ``adopt`` a draft it did not make)."""
 
     has_confidence = True  # BiLD's fallback applies to the model's drafts; lookup steps ignore it
 
-    def __init__(self, model: ModelDrafter, *, max_ngram: int = 3, min_ngram: int = 2, name: str = "lookup+"):
-        if not isinstance(model, ModelDrafter) or model.proposes_trees:
-            raise InvalidArgumentError("lookup+MODEL needs a chain-drafting model (no tree-K:, no Tandem)")
+    def __init__(
+        self,
+        model: ModelDrafter | Eagle3Drafter,
+        *,
+        max_ngram: int = 3,
+        min_ngram: int = 2,
+        name: str = "lookup+",
+    ):
+        if not isinstance(model, ModelDrafter | Eagle3Drafter) or model.proposes_trees:
+            raise InvalidArgumentError(
+                "lookup+MODEL needs a chain-drafting model or EAGLE-3 head (no tree-K:, no Tandem)"
+            )
         if not 1 <= min_ngram <= max_ngram:
             raise InvalidArgumentError(f"need 1 <= min_ngram <= max_ngram, got {min_ngram}, {max_ngram}")
         self.model, self.max_ngram, self.min_ngram, self.name = model, max_ngram, min_ngram, name
+        self.target_hidden_layers = model.target_hidden_layers  # an EAGLE-3 head's features
         self.lookup_steps = self.model_steps = 0
 
     @property

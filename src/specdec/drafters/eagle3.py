@@ -195,6 +195,12 @@ class Eagle3Drafter(Drafter):
         lengths = torch.where(able, run.draft.row_lengths(), 0)  # rows with no pair yet guess nothing
         return Draft(run.draft.tokens, run.draft.probs, lengths)
 
+    def adopt(self, tokens: torch.Tensor) -> None:
+        """This step's draft ``[B, γ]`` came from elsewhere (a combined drafter's prompt lookup) and the
+        head ran nothing: the pairs of what the target keeps of it join the queue at the update."""
+        self._last_tokens = tokens
+        self._fed = torch.zeros(len(self.queue), dtype=torch.long)
+
     @torch.inference_mode()
     def update(self, feedback: Feedback) -> None:
         self.cache.rollback(self._fed)  # drafted pairs leave; the target's features replace them

@@ -37,6 +37,7 @@ DRAFTER_SPECS: tuple[tuple[str, str], ...] = (
     ("prompt-lookup", "n-gram lookup in the context: free, pays where the answer copies the prompt"),
     ("MODEL", "an independent small model with the target's tokenizer: a built-in name, HF folder or .gguf"),
     ("lookup+MODEL", "prompt lookup where the context has a match of 2+ tokens, the draft model elsewhere"),
+    ("lookup+eagle3:PATH", "the same with an EAGLE-3 head (a chain; int8: / bf16: before eagle3: as above)"),
     ("int8:MODEL", "the small model's linears quantised to int8 (dynamic): a cheaper draft, same output"),
     ("bf16:MODEL, fp16:MODEL", "the small model loaded in that precision"),
     ("vocab-N:MODEL", "its output head cut to the N tokens the target writes most (draft_vocab.json)"),
@@ -98,13 +99,18 @@ def make_drafter(
         if shape == "auto" or (not shape and (folder / TREE_SHAPE_FILE).is_file()):
             shape = chosen_tree_shape(folder)
         return BiTADrafter(adapter, shape or "efficient", name=spec)
-    if "eagle3:" in spec.split("/")[0]:  # the prefixes before a path
-        return eagle3_drafter(spec, target)
     if spec.startswith("lookup+"):
-        return LookupThenModelDrafter(
-            small_model_drafter(spec.removeprefix("lookup+"), tokenizer, **load_kwargs), name=spec
-        )
+        inner = spec.removeprefix("lookup+")
+        if is_eagle3(inner):
+            return LookupThenModelDrafter(eagle3_drafter(inner, target), name=spec)
+        return LookupThenModelDrafter(small_model_drafter(inner, tokenizer, **load_kwargs), name=spec)
+    if is_eagle3(spec):
+        return eagle3_drafter(spec, target)
     return small_model_drafter(spec, tokenizer, **load_kwargs)
+
+
+def is_eagle3(spec: str) -> bool:
+    return "eagle3:" in spec.split("/")[0]  # among the prefixes before a path
 
 
 def small_model_drafter(name: str, tokenizer: PreTrainedTokenizerBase | None, **load_kwargs) -> Drafter:

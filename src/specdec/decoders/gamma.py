@@ -159,6 +159,12 @@ class CallCosts:
 
 
 MAX_PROBE_WAIT = 256  # plain steps between probes of a drafter that keeps failing them, at most
+# A probe is paid for only where a drafter that is always right would beat a plain step by more than
+# this: call timings drift by about as much as the rows' contexts grow (a 32-token call timed early
+# looked 5-10 % cheaper than it was later at 16 rows on the reference CPU), and where a block column
+# costs about a plain step (16 rows and more there) a perfect drafter gains nothing, so a gain
+# within the drift is noise, and each probe there cost one to eight plain steps (2026-11-24 trace).
+PROBE_MARGIN = 0.1
 
 
 def batch_bucket(rows: int) -> int:
@@ -266,7 +272,7 @@ class AdaptiveGamma(GammaPolicy):
             return self.gamma
         self._since_probe += 1
         perfect = self.rate(1, rows, alpha=1.0, rho=1.0)  # could any drafter pay here?
-        if self._since_probe >= self._probe_wait and perfect > rates[0]:
+        if self._since_probe >= self._probe_wait and perfect > (1 + PROBE_MARGIN) * rates[0]:
             self._since_probe, self._probe_wait = 0, min(2 * self._probe_wait, MAX_PROBE_WAIT)
             return 1
         return 0

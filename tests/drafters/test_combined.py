@@ -5,7 +5,7 @@ import copy
 import pytest
 import torch
 
-from specdec.decoders import PlainDecoding, Request, SpeculativeSampling, StopCriteria
+from specdec.decoders import FixedGamma, PlainDecoding, Request, SpeculativeSampling, StopCriteria
 from specdec.drafters import LookupThenModelDrafter, ModelDrafter, make_drafter
 from specdec.drafters.eagle3 import Eagle3Drafter
 from specdec.engine import Engine
@@ -182,3 +182,37 @@ def test_lookup_plus_eagle3_spelling(tmp_path):
     assert drafter.target_hidden_layers == head.aux_layers
     with pytest.raises(InvalidArgumentError, match="chain-drafting"):
         make_drafter(f"lookup+tree-2:eagle3:{tmp_path / 'head'}", EAGLE_TARGET, None)
+
+
+class Asked(FixedGamma):
+    """γ 3 every step; records the γ each step it was used for asked (0: a plain step)."""
+
+    def __init__(self):
+        super().__init__(3)
+        self.asked = []
+
+    def update(self, step):
+        self.asked.append(step.asked)
+
+
+class Liar(LookupThenModelDrafter):
+    """Negative control: names the other source than the one that drafts."""
+
+    def next_source(self):
+        return {"lookup": "model", "model": "lookup"}[super().next_source()]
+
+
+@pytest.mark.parametrize("kind", [LookupThenModelDrafter, Liar])
+def test_lookup_and_the_model_each_have_their_own_gamma_policy(setup, kind):
+    """Lookup's acceptance is not the model's: each source's steps go to its own policy."""
+    tok, target = setup
+    drafter = kind(ModelDrafter(perturbed_copy(target, 0.5), tok), min_ngram=1)
+    prompt = tok.encode(PROMPTS[0], add_special_tokens=False)
+    request = Request([prompt], SamplingConfig(), StopCriteria(60), row_keys([0], 1))
+    loop = SpeculativeSampling(Asked()).loop(Engine(target), drafter, request)
+    while loop.active:
+        loop.step()
+    assert set(loop.policies) == {"lookup", "model"}
+    drafted = {source: sum(a > 0 for a in policy.asked) for source, policy in loop.policies.items()}
+    honest = drafted == {"lookup": drafter.lookup_steps, "model": drafter.model_steps}
+    assert honest == (kind is LookupThenModelDrafter)

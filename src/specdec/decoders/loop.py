@@ -10,6 +10,7 @@ end of the context window, down to 0 (a plain target step), so every position of
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -112,6 +113,10 @@ class DraftVerifyLoop:
         thresholds: tuple[float, float] | None = None,
     ):
         self.target, self.drafter, self.rule, self.policy = target, drafter, rule, policy
+        # one policy per drafting source (Drafter.next_source): the first source's is the one given, each
+        # further source's a copy of it as this loop got it
+        self._unused = copy.deepcopy(policy)
+        self.policies: dict[str | None, GammaPolicy] = {}
         self.thresholds = thresholds
         check_draft_cap(request.draft_cap, drafter)
         self._check_thresholds(request.thresholds)
@@ -206,12 +211,20 @@ class DraftVerifyLoop:
         """γ for this step and the drafter's guesses, each row's cut to what it can use."""
         rows, target = self.rows, self.target
         usable = None if self.policy is None else usable_lengths(rows, target)  # None: plain decoding
-        gamma = 0 if usable is None else draft_length(self.policy, usable, target, self.drafter)
+        gamma = 0 if usable is None else draft_length(self._source_policy(), usable, target, self.drafter)
         with self.stats.timed("draft_time", target.device):
             draft = self.drafter.propose(gamma, sampling, draws, min_confidence=self.row_thresholds(0))
         if draft.gamma and draft.parents is None and draft.extra is None:
             draft = cap(draft, usable)  # short, stopped or over-budget drafts: don't verify padding
         return gamma, draft
+
+    def _source_policy(self) -> GammaPolicy:
+        """The γ policy of the source that drafts this step (see ``policies``)."""
+        source = self.drafter.next_source()
+        if source not in self.policies:
+            self.policies[source] = self.policy if not self.policies else copy.deepcopy(self._unused)
+        self._step_policy = self.policies[source]
+        return self._step_policy
 
     def _verify(self, draft: Draft, sampling: Sampling, draws: Draws) -> Verification | TreeVerification:
         """The target's pass over [pending token, draft], the rule's verdict, both caches brought in
@@ -240,7 +253,9 @@ class DraftVerifyLoop:
         chain = draft.parents is None  # a tree is scored by its depth, the γ it was drafted at
         depth, depths = (draft.gamma, lengths) if chain else (gamma, torch.full_like(lengths, gamma))
         kept, drafted = accepted.tolist(), depths.tolist()
-        self.policy.update(StepResult(depth, kept, drafted, verify_time, draft_time, len(kept), asked=gamma))
+        self._step_policy.update(
+            StepResult(depth, kept, drafted, verify_time, draft_time, len(kept), asked=gamma)
+        )
 
     def _emit(self, draft: Draft, result: Verification | TreeVerification) -> list[StepOutput]:
         """Each row's settled tokens to its request (cut at its stop); finished rows leave."""

@@ -140,6 +140,12 @@ class Drafter(ABC):
         Drafters whose guesses carry no confidence ignore it.
         """
 
+    def next_source(self) -> str | None:
+        """Which of its sources drafts the next step, for a drafter with several whose acceptance differs
+        (prompt lookup and a model): each source gets its own γ policy, so one's α does not set the
+        other's draft length. None: a single source."""
+        return None
+
     @abstractmethod
     def update(self, feedback: Feedback) -> None:
         """The target settled this step (see :class:`Feedback`)."""

@@ -20,7 +20,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from specdec.drafters.base import Draft, Drafter, Feedback
 from specdec.drafters.eagle3 import Eagle3Drafter
 from specdec.drafters.model import ModelDrafter
-from specdec.drafters.prompt_lookup import lookup_draft
+from specdec.drafters.prompt_lookup import lookup_continuation, lookup_draft
 from specdec.engine import ExtendOutput
 from specdec.errors import InvalidArgumentError
 from specdec.sampling import Draws, Sampling
@@ -65,6 +65,11 @@ class LookupThenModelDrafter(Drafter):
         self.model.begin(prompts, prefill)
         self.history = [list(p) for p in prompts]
         self._last = torch.zeros(len(prompts), 0, dtype=torch.long)
+
+    def next_source(self) -> str:
+        """ "lookup" where every row's context has a match (the step drafts from it), "model" elsewhere."""
+        found = all(lookup_continuation(h, self.max_ngram, self.min_ngram, 1) for h in self.history)
+        return "lookup" if found else "model"
 
     def propose(
         self,

@@ -2,9 +2,10 @@
 
 Why: packaged drafters keep their names when retrained, so a page naming only ``smollm2-135m-draft``
 cannot tell which weights made its numbers, nor, without a commit, which code. Facts come from the page's
-raw JSON, else git: the last commit before the run's recorded time and the commit that committed the page
-bracket the run (its adding commit does not: reruns rewrote pages). Packaged weights are hashed there as
-``models.packaged.drafter_digest`` hashes them, both if they differ. Unknowns are said to be unknown. Idempotent.
+raw JSON, else git: the last commit before the run's recorded time and the commit that committed the
+page bracket the run (its adding commit does not: reruns rewrote pages). Packaged weights are hashed
+there as ``models.packaged.drafter_digest`` hashes them, both if they differ. Unknowns are said to be
+unknown. Idempotent.
 
     python benchmarks/provenance.py [--dry-run]
 """

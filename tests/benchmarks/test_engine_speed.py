@@ -18,8 +18,12 @@ def test_bench_engine_writes_every_runner_beside_the_bound(tmp_path):
     assert list(result["runners"]) == ["hf-plain", "ours-eager", "ours-compiled"]
     for row in result["runners"].values():
         assert row["identical_to_first"] is True  # fp32 greedy: the same tokens as HF generate
-        assert row["decode_tok_s"] > 0 and row["seconds_full"] > row["seconds_one"] > 0
-        assert row["share_of_bound"] == pytest.approx(row["decode_tok_s"] / result["bound_tok_s"])
+        assert row["seconds_full"] > 0 and row["seconds_one"] > 0  # their order is the machine's noise
+        if row["decode_tok_s"] is None:  # noise swamped five tiny steps: reported, never a made-up rate
+            assert row["seconds_full"] <= row["seconds_one"] and row["share_of_bound"] is None
+        else:
+            assert row["decode_tok_s"] == pytest.approx(5 / (row["seconds_full"] - row["seconds_one"]))
+            assert row["share_of_bound"] == pytest.approx(row["decode_tok_s"] / result["bound_tok_s"])
     assert result["compiled_build_seconds"] > 0 and result["copy_bandwidth_gb_s"] > 0
     text = md.read_text()
     assert "| tiny |" in text and "ours-compiled" in text and "Compiled engine built" in text

@@ -188,7 +188,9 @@ def measure(shape: str, engines: list[str], args, device: torch.device, dtype: t
     prompt = torch.randint(
         0, model.config.vocab_size, (args.prompt_tokens,), generator=torch.Generator().manual_seed(1)
     ).tolist()
-    outputs = {name: run(prompt, 4) for name, run in runners.items()}  # warm-up (allocation, compiles)
+    for run in runners.values():  # warm-up at both timed lengths: allocation, compiles, graph captures
+        run(prompt, 1)
+    outputs = {name: run(prompt, args.new_tokens) for name, run in runners.items()}
     times: dict[str, dict[int, list[float]]] = {name: {1: [], args.new_tokens: []} for name in runners}
     for _ in range(args.repeats):  # interleaved: drift on a shared machine hits every runner alike
         for name, run in runners.items():
@@ -206,15 +208,15 @@ def measure(shape: str, engines: list[str], args, device: torch.device, dtype: t
     rows = {}
     for name in runners:
         full, one = statistics.median(times[name][args.new_tokens]), statistics.median(times[name][1])
-        rows[name] = {
-            "decode_tok_s": (args.new_tokens - 1) / max(full - one, 1e-9),
+        rows[name] = {  # None: noise swamped the decode steps (T(N) <= T(1)); more --repeats or tokens
+            "decode_tok_s": (args.new_tokens - 1) / (full - one) if full > one else None,
             "seconds_full": full,
             "seconds_one": one,
             "identical_to_first": outputs[name] == reference,
         }
     bound = bandwidth / nbytes
     for row in rows.values():
-        row["share_of_bound"] = row["decode_tok_s"] / bound
+        row["share_of_bound"] = row["decode_tok_s"] / bound if row["decode_tok_s"] else None
     for name, engine in graphed.items():
         rows[name]["graph_replay_ms"] = 1e3 * replay_seconds(engine)
     params = sum(p.numel() for p in model.parameters())
@@ -258,6 +260,15 @@ def run_from_args(args: argparse.Namespace) -> dict:
     return report
 
 
+def _speed_cells(row: dict, first: float | None) -> str:
+    """The tok/s, × first and of-bound cells; a rate noise swamped is said so, not printed as a number."""
+    rate = row["decode_tok_s"]
+    if not rate:
+        return "unmeasured (T(N) ≤ T(1)) | — | —"
+    ratio = f"{rate / first:.2f}x" if first else "—"
+    return f"{rate:.1f} | {ratio} | {100 * row['share_of_bound']:.0f} %"
+
+
 def markdown(report: dict) -> str:
     m, cfg = report["machine"], report["config"]
     where = m["gpu"] or f"{m['cpu']} ({', '.join(m['cpu_features'])}), {m['torch_threads']} torch threads"
@@ -282,16 +293,15 @@ def markdown(report: dict) -> str:
     for shape, r in report["results"].items():
         first = next(iter(r["runners"].values()))["decode_tok_s"]
         for name, row in r["runners"].items():
+            speed = _speed_cells(row, first)
             lines.append(
                 f"| {shape} | {r['parameters'] / 1e6:.0f}M | {r['weight_bytes'] / 1e6:.0f} | "
-                f"{r['copy_bandwidth_gb_s']:.1f} | {r['bound_tok_s']:.1f} | {name} | "
-                f"{row['decode_tok_s']:.1f} | "
-                f"{row['decode_tok_s'] / first:.2f}x | {100 * row['share_of_bound']:.0f} % | "
+                f"{r['copy_bandwidth_gb_s']:.1f} | {r['bound_tok_s']:.1f} | {name} | {speed} | "
                 f"{'yes' if row['identical_to_first'] else 'no'} |"
             )
     for shape, r in report["results"].items():
         for name, row in r["runners"].items():
-            if "graph_replay_ms" not in row:
+            if "graph_replay_ms" not in row or not row["decode_tok_s"]:
                 continue
             replay, step = row["graph_replay_ms"], 1e3 / row["decode_tok_s"]
             lines += [

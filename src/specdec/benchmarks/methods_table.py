@@ -14,6 +14,8 @@ from specdec.benchmarks.data import SPEC_BENCH_TASKS
 
 DRAFT = "int8:vocab-2048:smollm2-135m-draft"
 TANDEM = "int8:vocab-2048:tandem:smollm2-135m-tandem"
+EAGLE3_TREE = "int8:tree-2:eagle3:smollm2-135m-eagle3"
+LOOKUP_EAGLE3 = "lookup+bf16:eagle3:smollm2-135m-eagle3"
 #: (row name, results method, how to ask for it, what it needs); every row is lossless.
 ROWS = (
     ("plain decoding", "ours-plain", "`--method plain`", "nothing"),
@@ -24,6 +26,13 @@ ROWS = (
         f"ours-sps[lookup+{DRAFT}]",
         f"`--drafter lookup+{DRAFT}`",
         "a trained draft",
+    ),
+    ("EAGLE-3 head, top-2 tree", f"ours-sps[{EAGLE3_TREE}]", f"`--drafter {EAGLE3_TREE}`", "a trained head"),
+    (
+        "prompt lookup, else the EAGLE-3 head",
+        f"ours-sps[{LOOKUP_EAGLE3}]",
+        f"`--drafter {LOOKUP_EAGLE3}`",
+        "a trained head",
     ),
     ("Tandem + SPEED", f"ours-sps[{TANDEM}]", "`--method tandem`", "a trained secondary"),
     (

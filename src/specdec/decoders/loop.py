@@ -117,6 +117,7 @@ class DraftVerifyLoop:
         # further source's a copy of it as this loop got it
         self._unused = copy.deepcopy(policy)
         self.policies: dict[str | None, GammaPolicy] = {}
+        self._step_policy = policy  # the policy of the source drafting the current step
         self.thresholds = thresholds
         check_draft_cap(request.draft_cap, drafter)
         self._check_thresholds(request.thresholds)

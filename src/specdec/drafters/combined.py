@@ -67,7 +67,7 @@ class LookupThenModelDrafter(Drafter):
         self._last = torch.zeros(len(prompts), 0, dtype=torch.long)
 
     def next_source(self) -> str:
-        """ "lookup" where every row's context has a match (the step drafts from it), "model" elsewhere."""
+        """The next step's source: lookup where every row's context has a match, else the model."""
         found = all(lookup_continuation(h, self.max_ngram, self.min_ngram, 1) for h in self.history)
         return "lookup" if found else "model"
 

@@ -6,10 +6,10 @@ import torch
 
 from specdec.benchmarks.data import SPEC_BENCH_TASKS, load_spec_bench, prompt_seed
 from specdec.benchmarks.report import bootstrap_interval
-from specdec.benchmarks.specbench import plan_methods, rotated, static_cache_length
+from specdec.benchmarks.specbench import default_drafters, plan_methods, rotated, static_cache_length
 from specdec.cli.main import main
 from specdec.drafters import ModelDrafter, PromptLookupDrafter
-from specdec.models.packaged import drafter_digest
+from specdec.models.packaged import BEST_DRAFTERS, drafter_digest, packaged_drafts, packaged_eagle3s
 from tiny import make_llama
 
 
@@ -244,3 +244,11 @@ def test_drafter_digests_name_the_weights_under_any_prefix(tmp_path, tiny_model_
     weights = next(folder.glob("*.safetensors"))
     weights.write_bytes(weights.read_bytes() + b" ")
     assert drafter_digest(str(folder)) != digest
+
+
+def test_the_default_drafters_are_the_packaged_targets_best_or_derived_from_the_target():
+    best = default_drafters("smollm2-135m").split(",")
+    assert best[0] == "prompt-lookup" and BEST_DRAFTERS["smollm2-135m"] in best
+    shipped = {*packaged_drafts(), *packaged_eagle3s()}
+    assert all(spec.rpartition(":")[2] in shipped for spec in best[1:])  # names that load
+    assert default_drafters("my/own-model") == "prompt-lookup,int8,first-2"  # no packaged drafts

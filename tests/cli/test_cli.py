@@ -1,7 +1,10 @@
+import argparse
+
 import pytest
 
+from specdec.cli.generate import add_generate_arguments, method_from_args
 from specdec.cli.main import main
-from specdec.models.packaged import drafter_digest
+from specdec.models.packaged import BEST_DRAFTERS, drafter_digest
 
 
 def test_generate_on_a_local_model_folder(tiny_model_dir, capsys):
@@ -142,3 +145,18 @@ def test_drafters_lists_every_spec_and_the_packaged_drafters_with_digests(capsys
     assert "smollm2-135m-draft" in out and "tandem:smollm2-135m-tandem" in out
     assert drafter_digest("smollm2-135m-draft") in out
     assert "eagle3:smollm2-135m-eagle3" in out and drafter_digest("smollm2-135m-eagle3") in out
+
+
+def test_the_packaged_model_speculates_with_its_best_drafter_and_any_other_with_prompt_lookup():
+    parser = argparse.ArgumentParser()
+    add_generate_arguments(parser)
+    for model, drafter in (("smollm2-135m", BEST_DRAFTERS["smollm2-135m"]), ("my/model", "prompt-lookup")):
+        args = parser.parse_args(["hi", "--model", model])
+        method_from_args(args)
+        assert args.drafter == drafter
+    args = parser.parse_args(["hi", "--method", "bild"])
+    method_from_args(args)
+    assert args.drafter == "prompt-lookup"  # the best is measured for SpS; BiLD keeps its own default
+    args = parser.parse_args(["hi", "--drafter", "first-2"])
+    method_from_args(args)
+    assert args.drafter == "first-2"  # a named drafter is never replaced

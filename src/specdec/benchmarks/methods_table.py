@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from specdec.benchmarks.data import SPEC_BENCH_TASKS
+from specdec.models.packaged import BEST_DRAFTERS
 
 DRAFT = "int8:vocab-2048:smollm2-135m-draft"
 TANDEM = "int8:vocab-2048:tandem:smollm2-135m-tandem"
@@ -19,7 +20,7 @@ LOOKUP_EAGLE3 = "lookup+bf16:eagle3:smollm2-135m-eagle3"
 #: (row name, results method, how to ask for it, what it needs); every row is lossless.
 ROWS = (
     ("plain decoding", "ours-plain", "`--method plain`", "nothing"),
-    ("prompt lookup", "ours-sps[prompt-lookup]", "`--drafter prompt-lookup` (default)", "nothing"),
+    ("prompt lookup", "ours-sps[prompt-lookup]", "`--drafter prompt-lookup`", "nothing"),
     ("speculative sampling, shipped draft", f"ours-sps[{DRAFT}]", f"`--drafter {DRAFT}`", "a trained draft"),
     (
         "prompt lookup, else the draft",
@@ -79,11 +80,13 @@ def methods_table(report: dict) -> str:
     head = ["method", "how", "needs", "× our plain [95 %]", "× HF generate", *(TASK_NAMES[t] for t in tasks)]
     lines = ["| " + " | ".join(head) + " |", "|---|---|---|" + "---:|" * (len(head) - 3)]
     plain = summary["ours-plain"]["by_task"]
+    default = f"ours-sps[{BEST_DRAFTERS['smollm2-135m']}]"  # what `generate` speculates with
     for name, key, how, needs in ROWS:
         if key not in summary:
             continue
         s = summary[key]
         low, high = s["speedup_vs_ours_plain_ci95"]
+        how = f"{how} (default)" if key == default else how
         cells = [name, how, needs, f"{s['speedup_vs_ours_plain']:.2f}× [{low:.2f}, {high:.2f}]"]
         cells.append(f"{s['speedup_vs_hf_plain']:.2f}×" if s.get("speedup_vs_hf_plain") else "–")
         cells += [f"{s['by_task'][t] / plain[t]:.2f}×" for t in tasks]

@@ -23,14 +23,27 @@ from specdec.benchmarks.runner import BenchMethod, Runner, static_cache_length
 from specdec.drafters import ModelDrafter, PromptLookupDrafter, make_drafter
 from specdec.errors import InvalidArgumentError
 from specdec.models import load_model, resolve_device, resolve_dtype
-from specdec.models.packaged import drafter_digest
+from specdec.models.packaged import BEST_DRAFTERS, drafter_digest
 
-DEFAULT_DRAFTERS = "prompt-lookup,int8,first-2,smollm2-135m-draft"
+#: ``--drafters`` unless given: prompt lookup and drafters derived from the target itself (an int8 copy,
+#: its first two layers); for a target with packaged drafters, its best one and the shipped draft instead.
+DERIVED_DRAFTERS = "prompt-lookup,int8,first-2"
+
+
+def default_drafters(model: str) -> str:
+    if model not in BEST_DRAFTERS:
+        return DERIVED_DRAFTERS
+    return f"prompt-lookup,{BEST_DRAFTERS[model]},int8:vocab-2048:{model}-draft"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="smollm2-135m")
-    parser.add_argument("--drafters", default=DEFAULT_DRAFTERS, help="comma-separated drafter specs")
+    parser.add_argument(
+        "--drafters",
+        default=None,
+        help="comma-separated drafter specs (default: prompt lookup, and the packaged target's best measured "
+        "drafter and shipped draft; other targets: prompt lookup and drafters derived from the target)",
+    )
     parser.add_argument("--per-task", type=int, default=5, help="prompts per Spec-Bench task (6 tasks)")
     parser.add_argument("--limit", type=int, default=None, help="cap the number of prompts")
     parser.add_argument("--max-new-tokens", type=int, default=128)
@@ -199,7 +212,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
     placement = {"cache_dir": args.cache_dir, "device": device, "dtype": dtype}
     drafters = {
         spec: make_drafter(spec, loaded.model, loaded.tokenizer, **placement)
-        for spec in args.drafters.split(",")
+        for spec in (args.drafters or default_drafters(args.model)).split(",")
         if spec
     }
     sampled = args.temperature > 0

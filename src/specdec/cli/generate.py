@@ -15,6 +15,7 @@ from specdec.drafters import make_drafter
 from specdec.drafters.factory import SPECS_HINT
 from specdec.errors import InvalidArgumentError
 from specdec.models import load_model
+from specdec.models.packaged import BEST_DRAFTERS
 from specdec.pipeline import GenerationResult, Pipeline
 
 DRAFT_STYLE = "bold green"
@@ -72,8 +73,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--drafter",
         default=None,
-        help=f"{SPECS_HINT}; default: the method's (sps and bild: prompt-lookup, tandem and bita: the "
-        "packaged SmolLM2 ones)",
+        help=f"{SPECS_HINT}; default: the method's (sps: the packaged SmolLM2's best measured drafter, "
+        "prompt-lookup for other models; bild: prompt-lookup; tandem and bita: the packaged SmolLM2 ones)",
     )
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--device", default="cpu")
@@ -201,7 +202,8 @@ def method_from_args(args: argparse.Namespace) -> DecodingMethod:
         if getattr(args, option) not in (None, False) and name not in owners:
             flag = "--" + option.replace("_", "-")
             raise InvalidArgumentError(f"{flag} is an option of --method {' / '.join(owners)}, not of {name}")
-    args.drafter = args.drafter or METHODS[name]
+    best = BEST_DRAFTERS.get(args.model) if name == "sps" else None
+    args.drafter = args.drafter or best or METHODS[name]
     gamma = args.gamma or "adaptive"
     gamma = int(gamma) if gamma.isdigit() else gamma
     if name == "plain":

@@ -146,14 +146,14 @@ COMMANDS = (
     Command(
         ("train", "tandem"),
         "train a Tandem secondary (or its distilled-draft baseline) on a primary cache",
-        T,
+        f"{C}.train_tandem",
         "add_tandem_arguments",
         "run_train_tandem",
     ),
     Command(
         ("train", "router"),
         "train a Tandem secondary's adaptive block length router",
-        T,
+        f"{C}.train_tandem",
         "add_router_arguments",
         "run_train_router",
     ),

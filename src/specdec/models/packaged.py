@@ -32,6 +32,10 @@ DRAFTS_DIR = Path(__file__).parent / "drafts"
 MANIFEST = "specdec_draft.json"
 WEIGHTS = "draft.safetensors"
 BaseLoader = Callable[[str], tuple[PreTrainedModel, PreTrainedTokenizerBase]]
+#: The fastest drafter of the current results page (benchmarks/RESULTS.md) for each target a drafter is
+#: packaged for: what ``generate`` and ``demo`` speculate with when no ``--drafter`` is given, and what
+#: ``bench spec`` compares by default. Other targets get prompt lookup, which needs nothing trained.
+BEST_DRAFTERS = {"smollm2-135m": "lookup+bf16:eagle3:smollm2-135m-eagle3"}
 
 
 def drafter_digest(spec: str) -> str | None:

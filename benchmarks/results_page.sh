@@ -6,8 +6,10 @@
 #   benchmarks/results_page.sh
 # Needs ../shared (the Spec-Bench prompts). About 45 minutes on a 2-core CPU.
 set -euo pipefail
+# jemalloc with its default decay: keeping every page (training's MALLOC_CONF=dirty_decay_ms:-1) grew until memory
+# ran out in a 50-article BiLD sweep whose shapes change prompt after prompt (docs/training.md); the
+# 2026-11-24_1831 page ran with it.
 export LD_PRELOAD=${LD_PRELOAD-/usr/lib/x86_64-linux-gnu/libjemalloc.so.2}
-export MALLOC_CONF=${MALLOC_CONF-dirty_decay_ms:-1,muzzy_decay_ms:-1}
 D=smollm2-135m-draft
 drafters=prompt-lookup,$D,int8:vocab-2048:$D,lookup+int8:vocab-2048:$D
 drafters+=,int8:vocab-2048:tandem:smollm2-135m-tandem,int8:vocab-2048:tandem+router:smollm2-135m-tandem

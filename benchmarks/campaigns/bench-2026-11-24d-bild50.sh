@@ -6,7 +6,8 @@
 # commit given as $1; the files are written there with repository-relative names and copied into main by the caller.
 # jemalloc with its default decay: `dirty_decay_ms:-1` (never hand pages back, right for training's fixed shapes)
 # grew this sweep's memory with every new article length until it failed at article ~43 of a first attempt (with 19
-# methods: 24 GB, "cpu has ~0 GiB free"); with the default decay it stays at ~1.8 GB.
+# methods: 24 GB, "cpu has ~0 GiB free"); probed on articles 38-42, it grew 1.7 -> 2.3 GB there, and 1.7 -> 1.8 GB
+# with the default decay at the same speed per call.
 set -uo pipefail
 source /work/main/.venv/bin/activate
 export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2

@@ -7,7 +7,8 @@
 # files are written there with repository-relative names and copied into main by the caller.
 set -uo pipefail
 source /work/main/.venv/bin/activate
-export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1
+export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2  # default decay: see results_page.sh
+unset MALLOC_CONF
 git -C /work/bench-tree checkout -q --detach "$1"
 cd /work/bench-tree
 export PYTHONPATH=/work/bench-tree/src

@@ -32,6 +32,7 @@ from specdec.benchmarks.library_baseline import library_speedup
 from specdec.benchmarks.report import machine_info
 from specdec.benchmarks.server_load_report import markdown, rotated
 from specdec.errors import InvalidArgumentError
+from specdec.models.packaged import BEST_DRAFTERS
 
 QUESTIONS = [
     "Explain what a hash table is.",
@@ -167,6 +168,12 @@ def quantile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def server_drafter(model: str, drafter: str | None) -> str:
+    """The drafter a load run serves: the one asked for, else the packaged target's best measured one
+    (what ``generate`` speculates with), else prompt lookup (needs nothing trained)."""
+    return drafter or BEST_DRAFTERS.get(model, "prompt-lookup")
+
+
 def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen, str]:
     command = [
         sys.executable,
@@ -217,6 +224,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
         )
     if args.rounds < 1:
         raise InvalidArgumentError(f"--rounds must be >= 1, got {args.rounds}")
+    args.drafter = server_drafter(args.model, args.drafter)
     server, url = (None, args.url) if args.url else start_server(args)
     try:
         pid = server.pid if server else None
@@ -248,7 +256,11 @@ def run_from_args(args: argparse.Namespace) -> dict:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="smollm2-135m")
-    parser.add_argument("--drafter", default="prompt-lookup")
+    parser.add_argument(
+        "--drafter",
+        default=None,
+        help="the server's drafter (default: the packaged target's best measured one, else prompt lookup)",
+    )
     parser.add_argument("--url", default=None, help="a running server instead of starting one")
     parser.add_argument("--port", type=int, default=int(os.environ.get("SPECDEC_LOAD_PORT", "8765")))
     parser.add_argument("--max-batch", type=int, default=32)

@@ -3,8 +3,9 @@ generation as fast as the engine before it?
 
 Each tree runs in its own interpreter (``PYTHONPATH=TREE/src``), in interleaved rounds (A B A B …, so
 drift of the machine hits both alike), on the same Spec-Bench first turns (chat template, greedy) at
-each batch size, plain and with prompt lookup (no weights, so both trees run the same drafter). A round
-is one timed ``generate`` call per configuration after a warm-up call. Writes JSON and markdown: the
+each batch size, plain and with each drafter (default: prompt lookup, which has no weights, so both
+trees run the same drafter; packaged drafters are read from each tree's own package). A round is one
+timed ``generate`` call per configuration after a warm-up call. Writes JSON and markdown: the
 median time per configuration and tree, their ratio, and whether the two trees' texts are identical.
 
     python benchmarks/generate_ab.py --tree before=/work/old --tree after=/work/main \\
@@ -24,10 +25,14 @@ import sys
 import time
 from pathlib import Path
 
-CONFIGS = [(batch, method) for batch in (1, 4, 16) for method in ("plain", "sps:prompt-lookup")]
+
+def configs(args: argparse.Namespace) -> list[tuple[int, str]]:
+    """(batch, method) pairs: plain and ``sps:DRAFTER`` for each drafter, at each batch size."""
+    methods = ["plain", *(f"sps:{d}" for d in args.drafters.split(","))]
+    return [(batch, method) for batch in args.batches for method in methods]
 
 
-def worker(per_task: int, max_new_tokens: int) -> None:
+def worker(args: argparse.Namespace) -> None:
     """Time one generate call per configuration (after one warm-up each); JSON lines on stdout."""
     import torch
 
@@ -40,14 +45,18 @@ def worker(per_task: int, max_new_tokens: int) -> None:
     torch.manual_seed(0)
     loaded = load_model("smollm2-135m")
     plain = Pipeline(loaded.model, loaded.tokenizer)
-    lookup = plain.with_drafter(make_drafter("prompt-lookup", loaded.model, loaded.tokenizer))
-    prompts = [q["prompt"] for q in load_spec_bench(spec_bench_path(), per_task=per_task)]
-    for batch, name in CONFIGS:
-        pipe, method = (plain, PlainDecoding()) if name == "plain" else (lookup, SpeculativeSampling(4))
+    gamma = int(args.gamma) if args.gamma.isdigit() else args.gamma
+    pipes = {"plain": (plain, PlainDecoding())}
+    for spec in args.drafters.split(","):
+        drafter = make_drafter(spec, loaded.model, loaded.tokenizer)
+        pipes[f"sps:{spec}"] = (plain.with_drafter(drafter), SpeculativeSampling(gamma))
+    prompts = [q["prompt"] for q in load_spec_bench(spec_bench_path(), per_task=args.per_task)]
+    for batch, name in configs(args):
+        pipe, method = pipes[name]
         chosen = prompts[:batch]
         pipe.generate(chosen, method=method, max_new_tokens=8, chat=True)  # warm-up
         start = time.perf_counter()
-        result = pipe.generate(chosen, method=method, max_new_tokens=max_new_tokens, chat=True)
+        result = pipe.generate(chosen, method=method, max_new_tokens=args.max_new_tokens, chat=True)
         seconds = time.perf_counter() - start
         tokens = [list(map(int, ids)) for ids in result.token_ids]
         print(json.dumps({"batch": batch, "method": name, "seconds": seconds, "tokens": tokens}), flush=True)
@@ -56,7 +65,8 @@ def worker(per_task: int, max_new_tokens: int) -> None:
 def run_tree(src: Path, args: argparse.Namespace) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": str(src / "src")}
     command = [sys.executable, __file__, "--worker", "--per-task", str(args.per_task)]
-    command += ["--max-new-tokens", str(args.max_new_tokens)]
+    command += ["--max-new-tokens", str(args.max_new_tokens), "--drafters", args.drafters]
+    command += ["--gamma", args.gamma, "--batches", *map(str, args.batches)]
     out = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
@@ -77,11 +87,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--per-task", type=int, default=3, help="Spec-Bench prompts per task (16 needed)")
     parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--drafters", default="prompt-lookup", help="comma-separated drafter specs")
+    parser.add_argument("--gamma", default="4", help="γ: an integer or a policy (adaptive, heuristic)")
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--out")
     parser.add_argument("--markdown")
     args = parser.parse_args()
     if args.worker:
-        worker(args.per_task, args.max_new_tokens)
+        worker(args)
         return
     if len(args.tree) != 2 or not args.out or not args.markdown:
         parser.error("give two --tree NAME=PATH, --out and --markdown")
@@ -102,7 +115,7 @@ def summarise(trees: dict[str, str], runs: dict[str, list[list[dict]]], args: ar
 
     (a, b) = trees
     rows = []
-    for i, (batch, method) in enumerate(CONFIGS):
+    for i, (batch, method) in enumerate(configs(args)):
         times = {name: [rnd[i]["seconds"] for rnd in runs[name]] for name in trees}
         medians = {name: statistics.median(values) for name, values in times.items()}
         same = runs[a][0][i]["tokens"] == runs[b][0][i]["tokens"]
@@ -120,6 +133,7 @@ def summarise(trees: dict[str, str], runs: dict[str, list[list[dict]]], args: ar
         )
     machine = {**machine_info(), "command": "python benchmarks/generate_ab.py " + " ".join(sys.argv[1:])}
     info = {"machine": machine, "rounds": args.rounds, "max_new_tokens": args.max_new_tokens}
+    info |= {"drafters": args.drafters.split(","), "gamma": args.gamma}
     return {
         **info,
         "trees": {name: {"path": p, "commit": commit_of(Path(p))} for name, p in trees.items()},
@@ -137,7 +151,8 @@ def markdown(report: dict) -> str:
         f"allocator {m['allocator']}); trees {commits}. {report['rounds']} interleaved rounds, each tree in "
         f"its own interpreter; one timed `Pipeline.generate` per configuration and round (after a warm-up "
         f"call), Spec-Bench first turns, chat template, greedy, {report['max_new_tokens']} new tokens; "
-        "prompt lookup with γ = 4. Medians over rounds; ratio < 1: the second tree is faster.",
+        f"drafters {', '.join(report.get('drafters', ['prompt-lookup']))}, γ {report.get('gamma', 4)}. "
+        "Medians over rounds; ratio < 1: the second tree is faster.",
         "",
         f"| batch | method | {a} (s) | {b} (s) | {b} / {a} | identical |",
         "|---:|---|---:|---:|---:|---|",

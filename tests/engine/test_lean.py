@@ -95,19 +95,57 @@ def test_lean_engine_is_bitwise_the_model_forward_engine(name):
         assert torch.equal(lean, standard)
 
 
-def test_hidden_states_take_the_model_forward():
-    """A block that asks for hidden states goes through the model's forward (which collects them)."""
+class ScaledStatesLlama(LlamaForCausalLM):
+    """Logits as Llama's, hidden states reported otherwise (doubled): the lean driver's would differ."""
+
+    def forward(self, *args, **kwargs):
+        out = super().forward(*args, **kwargs)
+        if out.hidden_states is not None:
+            out.hidden_states = tuple(2.0 * h for h in out.hidden_states)
+        return out
+
+
+def scaled_states_llama():
+    reference = make_llama(VOCAB, seed=1)
+    model = ScaledStatesLlama(reference.config)
+    model.load_state_dict(reference.state_dict())
+    return model.eval()
+
+
+def hidden_blocks(model, lean: bool | None) -> list:
+    """A prefill and a block asking for every hidden state (embeddings, layer 1, the final norm's)."""
+    x = torch.randint(3, VOCAB, (2, 9), generator=torch.Generator().manual_seed(0))
+    engine = Engine(model, lean=lean)
+    engine.reset(2, 16)
+    layers = (0, 1, 2)
+    return [
+        engine.prefill(x[:, :5].tolist(), hidden_layers=layers),
+        engine.extend(x[:, 5:], hidden_layers=layers),
+    ]
+
+
+def test_hidden_states_on_the_lean_path_are_the_model_forwards():
+    """EAGLE-3 and Tandem read hidden states from every verify pass: the lean path returns them, in
+    transformers' numbering, bit for bit."""
     model = make_llama(VOCAB, seed=1)
-    x = torch.randint(3, VOCAB, (1, 9), generator=torch.Generator().manual_seed(0))
-    results = []
-    for lean in (None, False):
-        engine = Engine(model, lean=lean)
-        engine.reset(1, 16)
-        engine.extend(x[:, :5])
-        results.append(engine.extend(x[:, 5:], hidden_layers=(1, 2)))
-    for layer in (1, 2):
-        assert torch.equal(results[0].hidden_states[layer], results[1].hidden_states[layer])
-    assert torch.equal(results[0].logits, results[1].logits)
+    assert Engine(model).lean_hidden
+    for lean, own in zip(hidden_blocks(model, None), hidden_blocks(model, False), strict=True):
+        assert torch.equal(lean.logits, own.logits)
+        assert set(lean.hidden_states) == {0, 1, 2}
+        for layer in (0, 1, 2):
+            assert torch.equal(lean.hidden_states[layer], own.hidden_states[layer])
+
+
+def test_hidden_states_reported_otherwise_take_the_model_forward():
+    """Negative control: logits match, hidden states do not: plain blocks stay lean, blocks that ask
+    for hidden states get the model's own (here doubled), which the lean driver would not give."""
+    model = scaled_states_llama()
+    engine = Engine(model)
+    assert engine.lean and not engine.lean_hidden
+    reference = make_llama(VOCAB, seed=1)
+    for mine, plain in zip(hidden_blocks(model, None), hidden_blocks(reference, None), strict=True):
+        for layer in (0, 1, 2):
+            assert torch.equal(mine.hidden_states[layer], 2.0 * plain.hidden_states[layer])
 
 
 @pytest.mark.parametrize("build", [capped_llama, gemma2, lambda: make_gpt2(VOCAB, seed=1)])
@@ -133,6 +171,6 @@ def test_capped_llama_differs_from_its_lean_forward():
     x, positions = torch.tensor([[5, 6, 7, 8]]), torch.arange(4)[None]
     masks = attention_masks(model.config, model.dtype, mask, positions, positions)
     with torch.inference_mode():
-        lean = lean_forward(model, x, positions, masks, SlotCache(2, 4))
+        lean = lean_forward(model, x, positions, masks, SlotCache(2, 4)).logits
         own = model(input_ids=x, position_ids=positions, attention_mask=masks).logits
     assert not torch.equal(lean, own)

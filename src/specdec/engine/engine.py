@@ -47,9 +47,10 @@ class Engine(BatchState, StaticSteps):
             default: on a 2-core CPU it saved 4-10 % of a 4-token target block for ~50 s of compiling
             (``benchmarks/COMPILE_PROBE.md``); on an H100 it made plain decoding 10-15× HF
             ``generate`` (``benchmarks/ENGINE_SPEED_GPU.md``).
-        lean: run plain blocks through :func:`~specdec.engine.lean.lean_forward` (the model's own
-            modules without transformers' per-call wrappers); ``None`` means "when it gives this
-            model's logits bit for bit", checked on a probe at construction.
+        lean: run blocks of token ids through :func:`~specdec.engine.lean.lean_forward` (the model's
+            own modules without transformers' per-call wrappers); ``None`` means "when it gives this
+            model's logits bit for bit", checked on a probe at construction. Blocks that ask for
+            hidden states take it only where the probe found those equal too (:attr:`lean_hidden`).
     """
 
     def __init__(
@@ -74,14 +75,16 @@ class Engine(BatchState, StaticSteps):
         self.device = next(model.parameters()).device
         self.dtype = self.model.dtype  # a property that walks the parameters: read once, not per step
         self._takes_logits_to_keep = "logits_to_keep" in inspect.signature(self.model.forward).parameters
-        matches = lean is not False and lean_forward_matches(
-            self.model, partial(attention_masks, self.config, self.dtype)
+        matches, hidden_matches = (
+            (False, False)
+            if lean is False
+            else lean_forward_matches(self.model, partial(attention_masks, self.config, self.dtype))
         )
         if lean and not matches:
             raise InvalidArgumentError(
                 f"the lean forward does not reproduce {type(model).__name__}'s logits: use lean=None or False"
             )
-        self.lean = matches
+        self.lean, self.lean_hidden = matches, hidden_matches
         # Attention reads a number of slots that is a multiple of this (the free ones masked out). On
         # CUDA, SDPA may pick cuDNN attention, which builds an execution plan per new shape: a read
         # length growing by one slot a step would be a new shape every step. Rounded, a few serve all.
@@ -142,9 +145,12 @@ class Engine(BatchState, StaticSteps):
         positions = positions.to(HOST)
         if self.max_positions is not None and int(positions.max()) >= self.max_positions:
             raise PromptError(f"sequence exceeds the model's context of {self.max_positions} tokens")
-        # The plain case (no other stack, given inputs or hidden states) skips transformers' wrappers.
-        plain = model is None and not layer_inputs and embeds is None and not hidden_layers
-        padded, static = self._step_kind(width, plain, model is None and not layer_inputs and embeds is None)
+        # Token ids through the model's own stack: the lean path can run it (skipping transformers'
+        # wrappers); the plain case (no hidden states asked for either) can also replay a graph.
+        own_stack = model is None and not layer_inputs and embeds is None
+        plain = own_stack and not hidden_layers
+        padded, static = self._step_kind(width, plain, own_stack)
+        lean = own_stack and not static and (self.lean_hidden if hidden_layers else self.lean)
         run_width = self.graphs.width if padded else width
         self._make_room(run_width)
         block |= torch.eye(width, dtype=torch.bool)  # padding rows attend to themselves
@@ -182,7 +188,7 @@ class Engine(BatchState, StaticSteps):
                     masks_to(masks, self.device),
                     num_logits=num_logits,
                     hidden_layers=hidden_layers,
-                    lean=self.lean and plain and not static,
+                    lean=lean,
                     static=static,
                 )
         finally:
@@ -238,8 +244,8 @@ class Engine(BatchState, StaticSteps):
         """One forward of ``runner`` over the cache: the lean path where it applies, else the model's own
         (a static step computes every position's logits: one graph fewer)."""
         if lean:
-            logits = lean_forward(self.model, inputs["input_ids"], positions, masks, self.cache, num_logits)
-            return ExtendOutput(logits=logits)
+            ids = inputs["input_ids"]
+            return lean_forward(self.model, ids, positions, masks, self.cache, num_logits, hidden_layers)
         kwargs = {}
         if self._takes_logits_to_keep and num_logits is not None and not static:
             kwargs["logits_to_keep"] = num_logits

@@ -56,7 +56,7 @@ class StaticSteps:
         self.cache.slots = slots
         try:
             if self.lean and self.compiled is None:
-                return lean_forward(self.model, tokens, positions, masks, self.cache)
+                return lean_forward(self.model, tokens, positions, masks, self.cache).logits
             return (self.model if self.compiled is None else self.compiled)(
                 input_ids=tokens,
                 position_ids=positions,

@@ -101,34 +101,3 @@ def test_the_queue_is_bounded_and_closes_at_shutdown():
     scheduler.stop()
     with pytest.raises(ShuttingDownError):
         scheduler.submit(make_jobs(outputs, [4]))
-
-
-def test_what_the_gamma_policy_learned_carries_over_to_the_next_loop():
-    """The loop is dropped whenever the server runs empty; the next request's loop goes on with the same
-    adaptive γ policy (same object, still learning) instead of starting from a plain step."""
-    engine, outputs = Engine(MODEL), queue.Queue()
-    drafter = PromptLookupDrafter()
-    drafter.attach(engine)
-    scheduler = Scheduler(engine, drafter, SpeculativeSampling("adaptive"), max_batch=2)
-    used = []  # each step's loop's policies, seen from the engine thread
-
-    def job(i: int) -> Job:
-        def deliver(out, i=i):
-            used.append(scheduler.loop.policies if scheduler.loop is not None else scheduler.policies)
-            outputs.put((i, out))
-
-        return Job(PROMPTS[i], SamplingConfig(), StopCriteria(8, EOS), row_keys([i], 1)[0], None, deliver)
-
-    scheduler.start()
-    scheduler.submit([job(0)])
-    collect(outputs, 1)
-    deadline = time.monotonic() + 30
-    while scheduler.loop is not None and time.monotonic() < deadline:  # the first loop is dropped
-        time.sleep(0.001)
-    (first,) = scheduler.policies.values()
-    steps_before = len(used)
-    scheduler.submit([job(1)])
-    collect(outputs, 1)
-    scheduler.stop()
-    assert len(used) > steps_before and all(p is scheduler.policies for p in used)
-    assert list(scheduler.policies.values()) == [first]

@@ -219,14 +219,6 @@ class DraftVerifyLoop:
             draft = cap(draft, usable)  # short, stopped or over-budget drafts: don't verify padding
         return gamma, draft
 
-    def continue_learning(self, policies: dict[str | None, GammaPolicy]) -> None:
-        """Go on with the γ policies of earlier loops on the same engine and drafter (their
-        :attr:`policies`, shared, not copied) instead of learning α and the call costs afresh. A server
-        drops its loop whenever it runs empty, so without this every request that arrives alone would
-        start from a plain step and explore its way up to the draft length the last one had found.
-        Call before the first step."""
-        self.policies = policies
-
     def _source_policy(self) -> GammaPolicy:
         """The γ policy of the source that drafts this step (see ``policies``)."""
         source = self.drafter.next_source()

@@ -5,8 +5,7 @@ that went away), admits waiting ones into free rows (up to ``max_batch``), runs 
 each request its new tokens through the callback it came with. The web framework's event loop and
 this thread only share the queue, the cancelled flags and those callbacks, so a slow client never
 holds up the batch. When no request is running the loop is dropped, and the next request starts a
-fresh one (its per-row bookkeeping does not grow without bound); what the γ policy learned (α, the
-cost of a call at each size) carries over to it, as it is a property of the engine and the drafter.
+fresh one (its per-row bookkeeping does not grow without bound).
 """
 
 from __future__ import annotations
@@ -72,7 +71,6 @@ class Scheduler:
         self.waiting: deque[Job] = deque()
         self.running: dict[int, Job] = {}  # the loop's row -> job
         self.loop: DraftVerifyLoop | None = None
-        self.policies: dict = {}  # the γ policy per drafting source, kept from loop to loop
         self._wake = threading.Condition()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="specdec-engine", daemon=True)
@@ -173,7 +171,6 @@ class Scheduler:
             thresholds=job.thresholds,
         )
         self.loop = self.method.loop(self.engine, self.drafter, request)
-        self.loop.continue_learning(self.policies)
         return 0
 
     def _step(self) -> float:

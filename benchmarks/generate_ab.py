@@ -51,6 +51,8 @@ def worker(args: argparse.Namespace) -> None:
         drafter = make_drafter(spec, loaded.model, loaded.tokenizer)
         pipes[f"sps:{spec}"] = (plain.with_drafter(drafter), SpeculativeSampling(gamma))
     prompts = [q["prompt"] for q in load_spec_bench(spec_bench_path(), per_task=args.per_task)]
+    if len(prompts) < max(args.batches):
+        raise SystemExit(f"{len(prompts)} prompts for a batch of {max(args.batches)}: raise --per-task")
     for batch, name in configs(args):
         pipe, method = pipes[name]
         chosen = prompts[:batch]
@@ -85,7 +87,12 @@ def main() -> None:
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tree", action="append", default=[], help="NAME=PATH of a source tree (twice)")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--per-task", type=int, default=3, help="Spec-Bench prompts per task (16 needed)")
+    parser.add_argument(
+        "--per-task",
+        type=int,
+        default=3,
+        help="Spec-Bench prompts per task (6 tasks; at least the largest batch in all)",
+    )
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--drafters", default="prompt-lookup", help="comma-separated drafter specs")
     parser.add_argument("--gamma", default="4", help="γ: an integer or a policy (adaptive, heuristic)")

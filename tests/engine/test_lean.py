@@ -136,6 +136,33 @@ def test_hidden_states_on_the_lean_path_are_the_model_forwards():
             assert torch.equal(lean.hidden_states[layer], own.hidden_states[layer])
 
 
+def test_blocks_asking_for_hidden_states_run_the_lean_forward(monkeypatch):
+    """The routing itself (both paths give the same numbers, so equality alone cannot show it): with the
+    probe passed, a block that asks for hidden states, negative indices included, goes the lean way."""
+    import specdec.engine.engine as engine_module
+
+    asked = []
+
+    def spy(*args, **kwargs):
+        asked.append(args[6] if len(args) > 6 else kwargs.get("hidden_layers", ()))
+        return lean_forward(*args, **kwargs)
+
+    monkeypatch.setattr(engine_module, "lean_forward", spy)
+    model = make_llama(VOCAB, seed=1)
+    x = torch.randint(3, VOCAB, (1, 9), generator=torch.Generator().manual_seed(0))
+    engine = Engine(model)
+    engine.reset(1, 16)
+    engine.extend(x[:, :5])
+    out = engine.extend(x[:, 5:], hidden_layers=(1, -1))
+    assert list(asked[-1]) == [1, -1]
+    reference = Engine(model, lean=False)
+    reference.reset(1, 16)
+    reference.extend(x[:, :5])
+    own = reference.extend(x[:, 5:], hidden_layers=(1, -1))
+    for layer in (1, -1):
+        assert torch.equal(out.hidden_states[layer], own.hidden_states[layer])
+
+
 def test_hidden_states_reported_otherwise_take_the_model_forward():
     """Negative control: logits match, hidden states do not: plain blocks stay lean, blocks that ask
     for hidden states get the model's own (here doubled), which the lean driver would not give."""

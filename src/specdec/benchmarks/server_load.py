@@ -188,9 +188,9 @@ def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen, str]:
         str(args.max_batch),
         "--max-waiting",
         str(max(256, args.streams + 8)),
+        "--drafter",
+        args.drafter,
     ]
-    if args.drafter:
-        command += ["--drafter", args.drafter]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{args.port}"
     try:
@@ -244,7 +244,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
         if server is not None:
             server.terminate()
             server.wait(60)
-    if 1 in args.concurrency and args.drafter and not args.url:  # with the server gone: the CPU to itself
+    if 1 in args.concurrency and not args.url:  # with the server gone: the CPU to itself
         mix = request_mix(max(args.min_requests, 2), seed=1)
         report["library_c1"] = library_speedup(args.model, args.drafter, mix)
         print(json.dumps(report["library_c1"]), flush=True)

@@ -43,7 +43,8 @@ class Engine(BatchState, StaticSteps):
             tokens) run as static-shape steps under ``torch.compile`` (:meth:`compile_steps`); on
             CUDA, every plain block of up to ``STATIC_WIDTHS`` tokens runs as one padded static step
             replayed from a CUDA graph of the compiled model (:meth:`capture_graphs`). Prefills and
-            blocks with given layer inputs, embeddings or hidden-state outputs stay eager. Off by
+            blocks with given layer inputs or embeddings stay eager, and so do graphed engines'
+            blocks that return hidden states. Off by
             default: on a 2-core CPU it saved 4-10 % of a 4-token target block for ~50 s of compiling
             (``benchmarks/COMPILE_PROBE.md``); on an H100 it made plain decoding 10-15× HF
             ``generate`` (``benchmarks/ENGINE_SPEED_GPU.md``).
@@ -145,8 +146,8 @@ class Engine(BatchState, StaticSteps):
         positions = positions.to(HOST)
         if self.max_positions is not None and int(positions.max()) >= self.max_positions:
             raise PromptError(f"sequence exceeds the model's context of {self.max_positions} tokens")
-        # Token ids through the model's own stack: the lean path can run it (skipping transformers'
-        # wrappers); the plain case (no hidden states asked for either) can also replay a graph.
+        # Token ids through the model's own stack: a compiled static step or the lean path can run it
+        # (skipping transformers' wrappers); only the plain case (no hidden states) replays a graph.
         own_stack = model is None and not layer_inputs and embeds is None
         plain = own_stack and not hidden_layers
         padded, static = self._step_kind(width, plain, own_stack)

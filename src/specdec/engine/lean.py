@@ -40,18 +40,20 @@ def lean_forward(
     num_logits: int | None = None,
     hidden_layers: Sequence[int] = (),
 ) -> ExtendOutput:
-    """Logits ``[B, T or num_logits, V]`` for a block; the layers write its keys/values into ``cache``.
+    """Logits ``[B, T or num_logits, V]`` for a block, and the hidden states ``[B, T, d]`` of
+    ``hidden_layers``; the layers write the block's keys/values into ``cache``.
 
     ``attention_mask`` is what :func:`specdec.engine.modeling.attention_masks` returns: one 4D mask,
     or one per layer type for models whose layers differ (full / sliding attention). ``hidden_layers``
     are numbered as the model's ``output_hidden_states`` numbers them: 0 the embeddings, i the output of
-    layer i, and the last one after the final norm.
+    layer i, the last (L, or −1) after the final norm.
     """
     inner, config = model.model, model.config
     layer_types = getattr(config, "layer_types", None)
     hidden = inner.embed_tokens(input_ids)
     rotary = inner.rotary_emb(hidden, position_ids)
-    wanted, last = set(hidden_layers), config.num_hidden_layers
+    last = config.num_hidden_layers
+    wanted = {h % (last + 1) for h in hidden_layers}  # negative indices count from the end, as in a tuple
     states = {0: hidden} if 0 in wanted else {}
     # zip, not ``layers[:n]``: slicing a ModuleList builds a new one on every step.
     for index, layer in zip(range(last), inner.layers, strict=False):
@@ -64,13 +66,13 @@ def lean_forward(
             use_cache=True,
             position_embeddings=rotary,
         )
-        if index + 1 in wanted and index + 1 < last:
-            states[index + 1] = hidden
+        if index + 1 in wanted:
+            states[index + 1] = hidden  # the last one is replaced by its normed value below
     hidden = inner.norm(hidden)
     if last in wanted:
         states[last] = hidden
     logits = model.lm_head(hidden if num_logits is None else hidden[:, -num_logits:])
-    return ExtendOutput(logits=logits, hidden_states={i: states[i] for i in hidden_layers})
+    return ExtendOutput(logits=logits, hidden_states={i: states[i % (last + 1)] for i in hidden_layers})
 
 
 @torch.inference_mode()
@@ -86,8 +88,15 @@ def lean_forward_matches(model: nn.Module, masks_for) -> tuple[bool, bool]:
     device = next(model.parameters()).device
     vocab = model.config.vocab_size
     tokens = torch.arange(7, device=device)[None] * 7919 % vocab  # any ids; spread over the table
+    logits_match = _probe(model, masks_for, tokens, hidden=False)
+    return logits_match, logits_match and _probe(model, masks_for, tokens, hidden=True)
+
+
+def _probe(model: nn.Module, masks_for, tokens: torch.Tensor, hidden: bool) -> bool:
+    """Whether a prefill and a cached block give the model's own logits (``hidden``: and every hidden
+    state it returns), run both ways over two caches; False where either way raises."""
+    device = tokens.device
     caches = [SlotCache(model.config.num_hidden_layers, 8) for _ in range(2)]
-    logits_match = hidden_match = True
     try:
         for start, end in ((0, 5), (5, 7)):  # a prefill, then a block over the cached slots
             positions = torch.arange(start, end, device=device)[None]
@@ -101,13 +110,15 @@ def lean_forward_matches(model: nn.Module, masks_for) -> tuple[bool, bool]:
                 attention_mask=mask,
                 past_key_values=caches[0],
                 use_cache=True,
-                output_hidden_states=True,
+                output_hidden_states=hidden,
             )
-            states = own.hidden_states or ()  # a model that returns none keeps its forward for them
+            states = (own.hidden_states or ()) if hidden else ()
             every = range(len(states))
             lean = lean_forward(model, tokens[:, start:end], positions, mask, caches[1], hidden_layers=every)
-            logits_match &= torch.equal(own.logits, lean.logits)
-            hidden_match &= bool(states) and all(torch.equal(states[i], lean.hidden_states[i]) for i in every)
+            if not torch.equal(own.logits, lean.logits) or (hidden and not states):
+                return False
+            if not all(torch.equal(states[i], lean.hidden_states[i]) for i in every):
+                return False
     except Exception:  # any layout this driver does not fit keeps the model's forward
-        return False, False
-    return logits_match, logits_match and hidden_match
+        return False
+    return True

@@ -224,7 +224,10 @@ def run_from_args(args: argparse.Namespace) -> dict:
         )
     if args.rounds < 1:
         raise InvalidArgumentError(f"--rounds must be >= 1, got {args.rounds}")
-    args.drafter = server_drafter(args.model, args.drafter)
+    if args.url:  # someone else's server: record what the caller says it serves, no guess
+        args.drafter = args.drafter or "(as started at --url)"
+    else:
+        args.drafter = server_drafter(args.model, args.drafter)
     server, url = (None, args.url) if args.url else start_server(args)
     try:
         pid = server.pid if server else None

@@ -32,7 +32,7 @@ from specdec.benchmarks.library_baseline import library_speedup
 from specdec.benchmarks.report import machine_info
 from specdec.benchmarks.server_load_report import markdown, rotated
 from specdec.errors import InvalidArgumentError
-from specdec.models.packaged import BEST_DRAFTERS
+from specdec.models.packaged import default_drafter
 
 QUESTIONS = [
     "Explain what a hash table is.",
@@ -171,7 +171,7 @@ def quantile(values: list[float], q: float) -> float | None:
 def server_drafter(model: str, drafter: str | None) -> str:
     """The drafter a load run serves: the one asked for, else the packaged target's best measured one
     (what ``generate`` speculates with), else prompt lookup (needs nothing trained)."""
-    return drafter or BEST_DRAFTERS.get(model, "prompt-lookup")
+    return drafter or default_drafter(model)
 
 
 def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen, str]:

@@ -15,7 +15,7 @@ from specdec.drafters import make_drafter
 from specdec.drafters.factory import SPECS_HINT
 from specdec.errors import InvalidArgumentError
 from specdec.models import load_model
-from specdec.models.packaged import BEST_DRAFTERS
+from specdec.models.packaged import default_drafter
 from specdec.pipeline import GenerationResult, Pipeline
 
 DRAFT_STYLE = "bold green"
@@ -202,8 +202,7 @@ def method_from_args(args: argparse.Namespace) -> DecodingMethod:
         if getattr(args, option) not in (None, False) and name not in owners:
             flag = "--" + option.replace("_", "-")
             raise InvalidArgumentError(f"{flag} is an option of --method {' / '.join(owners)}, not of {name}")
-    best = BEST_DRAFTERS.get(args.model) if name == "sps" else None
-    args.drafter = args.drafter or best or METHODS[name]
+    args.drafter = args.drafter or (default_drafter(args.model) if name == "sps" else METHODS[name])
     gamma = args.gamma or "adaptive"
     gamma = int(gamma) if gamma.isdigit() else gamma
     if name == "plain":

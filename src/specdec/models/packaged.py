@@ -38,6 +38,11 @@ BaseLoader = Callable[[str], tuple[PreTrainedModel, PreTrainedTokenizerBase]]
 BEST_DRAFTERS = {"smollm2-135m": "lookup+bf16:eagle3:smollm2-135m-eagle3"}
 
 
+def default_drafter(model: str) -> str:
+    """What ``model`` speculates with when no drafter is named: its best measured one, else prompt lookup."""
+    return BEST_DRAFTERS.get(model, "prompt-lookup")
+
+
 def drafter_digest(spec: str) -> str | None:
     """sha256 (first 16 hex) of the weight files behind a drafter spec — a packaged name or a folder,
     under any ``int8:`` / ``vocab-N:`` / ``tandem:`` / ``bita:`` / ``lookup+`` prefixes — so a result

@@ -57,6 +57,17 @@ def add_train_arguments(parser: argparse.ArgumentParser, early_exit: bool = Fals
     parser.add_argument("--cache-dir", default=None)
 
 
+def add_cache_argument(parser: argparse.ArgumentParser, what: str = "from `specdec data primary`") -> None:
+    """``--cache``: the primary caches a trainer reads (``train tandem``, ``router``, ``eagle3``)."""
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        action="append",
+        required=True,
+        help=f"primary cache {what}; repeat to read several as one (held-out from each)",
+    )
+
+
 def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
     model = parser.add_argument_group("draft shape")
     model.add_argument("--layers", type=int, default=4)

@@ -5,16 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from specdec.cli.train import add_cache_argument
+
 
 def add_eagle3_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default="smollm2-135m", help="the frozen model the head drafts for")
-    parser.add_argument(
-        "--cache",
-        type=Path,
-        action="append",
-        required=True,
-        help="primary cache with the aux hidden states; repeat to read several as one (held-out from each)",
-    )
+    add_cache_argument(parser, "with the aux hidden states")
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument(
         "--aux-layers", default=None, help="target hidden-state indices read, e.g. 2,15,27 (default: vLLM's)"

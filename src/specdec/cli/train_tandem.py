@@ -7,18 +7,12 @@ import argparse
 import json
 from pathlib import Path
 
-from specdec.cli.train import add_shape_arguments, bf16_pays, shape_from_args
+from specdec.cli.train import add_cache_argument, add_shape_arguments, bf16_pays, shape_from_args
 
 
 def add_tandem_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default="smollm2-135m", help="the primary")
-    parser.add_argument(
-        "--cache",
-        type=Path,
-        action="append",
-        required=True,
-        help="primary cache from `specdec data primary`; repeat to read several as one (held-out from each)",
-    )
+    add_cache_argument(parser)
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument(
         "--architecture",
@@ -164,13 +158,7 @@ def add_router_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="a trained Tandem secondary (the router goes in TANDEM/router)",
     )
-    parser.add_argument(
-        "--cache",
-        type=Path,
-        action="append",
-        required=True,
-        help="primary cache from `specdec data primary`; repeat to read several as one (held-out from each)",
-    )
+    add_cache_argument(parser)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--lr", type=float, default=1e-3)

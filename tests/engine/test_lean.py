@@ -58,11 +58,16 @@ class CappedLlama(LlamaForCausalLM):
         return out
 
 
-def capped_llama():
+def llama_as(cls: type[LlamaForCausalLM]) -> LlamaForCausalLM:
+    """The tiny Llama's weights in a subclass whose forward does something of its own."""
     reference = make_llama(VOCAB, seed=1)
-    model = CappedLlama(reference.config)
+    model = cls(reference.config)
     model.load_state_dict(reference.state_dict())
     return model.eval()
+
+
+def capped_llama():
+    return llama_as(CappedLlama)
 
 
 def gemma2():
@@ -103,13 +108,6 @@ class ScaledStatesLlama(LlamaForCausalLM):
         if out.hidden_states is not None:
             out.hidden_states = tuple(2.0 * h for h in out.hidden_states)
         return out
-
-
-def scaled_states_llama():
-    reference = make_llama(VOCAB, seed=1)
-    model = ScaledStatesLlama(reference.config)
-    model.load_state_dict(reference.state_dict())
-    return model.eval()
 
 
 def hidden_blocks(model, lean: bool | None) -> list:
@@ -166,7 +164,7 @@ def test_blocks_asking_for_hidden_states_run_the_lean_forward(monkeypatch):
 def test_hidden_states_reported_otherwise_take_the_model_forward():
     """Negative control: logits match, hidden states do not: plain blocks stay lean, blocks that ask
     for hidden states get the model's own (here doubled), which the lean driver would not give."""
-    model = scaled_states_llama()
+    model = llama_as(ScaledStatesLlama)
     engine = Engine(model)
     assert engine.lean and not engine.lean_hidden
     reference = make_llama(VOCAB, seed=1)

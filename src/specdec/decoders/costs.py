@@ -1,0 +1,81 @@
+"""What a target call costs, learnt from the calls timed: the curve that
+:class:`~specdec.decoders.gamma.AdaptiveGamma` prices verify blocks with, and the batch-size buckets it
+keeps drafting costs in."""
+
+from __future__ import annotations
+
+import math
+
+
+def size_bin(tokens: int) -> int:
+    """Half-octave bins of a target call's size (tokens it computes, every row's block together)."""
+    return round(2 * math.log2(max(1, tokens)))
+
+
+class CallCosts:
+    """T(n): how long a target call computing ``n`` tokens takes, from the calls seen.
+
+    A call's cost is a function of the tokens it computes far more than of how they are split into rows
+    and block widths: on one row a block of 5 costs about a one-token step (the weights are read once
+    either way), at 16 rows each extra block column costs about a step of its own (the arithmetic is the
+    limit). Keeping one curve over n serves every batch size and γ at once. Decayed means per half-octave
+    bin of n, linear between measured bins and never below a smaller call measured; outside them,
+    optimistic — proportional to n below the smallest (cost per token never falls as calls shrink),
+    and above the largest the last slope (flat from a single bin) up to twice its size, proportional
+    to n beyond — so a size one doubling past what was measured looks worth a try, is tried once and
+    is then known, and exploration widens a block by doublings rather than jumping to the widest.
+
+    Sizes not timed for a while are forgotten (their weight ages by ``age`` per call timed, and goes
+    below ``forget``): a call's cost drifts as the rows' contexts grow (attention reads them all), and a
+    wide block timed at the start, over short prompts, would otherwise keep looking cheap for good.
+    """
+
+    def __init__(self, decay: float, age: float = 0.98, forget: float = 0.1):
+        self.decay, self.age, self.forget = decay, age, forget
+        self._bins: dict[int, list[float]] = {}  # bin -> decayed [Σw, Σn, Σt]
+
+    def add(self, tokens: int, seconds: float) -> None:
+        for key, sums in list(self._bins.items()):
+            sums[:] = [self.age * v for v in sums]
+            if sums[0] < self.forget:
+                del self._bins[key]
+        sums = self._bins.setdefault(size_bin(tokens), [0.0, 0.0, 0.0])
+        for i, value in enumerate((1.0, tokens, seconds)):
+            sums[i] = self.decay * sums[i] + value
+
+    def __call__(self, tokens: int) -> float | None:
+        """Estimated T(tokens), None before any call was timed."""
+        points = sorted((n / w, t / w) for w, n, t in self._bins.values())
+        if not points:
+            return None
+        below = [p for p in points if p[0] <= tokens]
+        above = [p for p in points if p[0] > tokens]
+        if not below:
+            n, t = points[0]
+            return t * tokens / n
+        if not above:
+            n1, t1 = points[-1]
+            slope = 0.0
+            if len(points) > 1:
+                n0, t0 = points[-2]
+                slope = max(0.0, (t1 - t0) / (n1 - n0))
+            reach = min(tokens, 2 * n1)  # optimism reaches one doubling; past it, per-token cost holds
+            estimate = (t1 + slope * (reach - n1)) * tokens / reach
+        else:
+            (n0, t0), (n1, t1) = below[-1], above[0]
+            estimate = t0 + (t1 - t0) * (tokens - n0) / (n1 - n0)
+        # Never cheaper than a smaller call measured: noise (a slow step, a lucky one) must not make
+        # a wider block look cheaper than a narrower one and send the policy exploring it.
+        return max(estimate, max(t for _, t in below))
+
+
+def batch_bucket(rows: int) -> int:
+    """Batch sizes that share a drafting cost estimate: 1, 2-3, 4-7, 8-15, ..."""
+    return max(1, rows).bit_length() - 1
+
+
+def nearest_bucket(table: dict[int, list[float]], rows: int) -> list[float]:
+    """The sums a per-bucket table holds for ``rows`` rows' bucket, or the nearest bucket measured (the
+    smaller on a tie)."""
+    bucket = batch_bucket(rows)
+    return table[min(table, key=lambda b: (abs(b - bucket), b))]

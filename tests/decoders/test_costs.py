@@ -1,0 +1,47 @@
+"""The call-cost curve the adaptive γ policy prices verify blocks with."""
+
+import pytest
+
+from specdec.decoders.costs import CallCosts
+
+
+def test_call_costs_interpolate_between_sizes_and_are_optimistic_outside_them():
+    costs = CallCosts(decay=0.5)
+    assert costs(8) is None  # nothing timed yet
+    costs.add(8, 0.040)
+    assert costs(16) == pytest.approx(0.040)  # one size: flat up to twice it (optimistic: it is tried)
+    assert costs(64) == pytest.approx(0.040 * 64 / 16)  # and the per-token cost of that guess beyond
+    assert costs(2) == pytest.approx(0.010)  # proportional below (cost per token never falls as calls shrink)
+    costs.add(32, 0.100)
+    assert costs(16) == pytest.approx(0.040 + 0.060 * 8 / 24)  # linear between the sizes seen
+    assert costs(64) == pytest.approx(0.100 + 0.060 / 24 * 32)  # the last slope continued to twice the top
+    assert costs(128) == pytest.approx(2 * (0.100 + 0.060 / 24 * 32))
+    costs.add(32, 0.200)  # the decayed mean follows the machine: (0.5 · 0.98 · 0.1 + 0.2) / (0.5 · 0.98 + 1)
+    assert costs(32) == pytest.approx((0.049 + 0.2) / 1.49)
+
+
+def test_call_costs_never_make_a_wider_call_look_cheaper_than_a_narrower_one_measured():
+    costs = CallCosts(decay=0.9)
+    costs.add(28, 0.47)  # a slow measurement
+    costs.add(80, 0.29)  # a lucky one, wider
+    assert costs(50) == pytest.approx(0.47) and costs(150) == pytest.approx(0.47)  # not 0.29
+    assert costs(14) == pytest.approx(0.235)  # below every measurement: proportional, as before
+
+
+def test_call_costs_forget_sizes_not_timed_for_a_while():
+    costs = CallCosts(decay=0.9, age=0.5, forget=0.1)
+    costs.add(80, 0.3)  # a wide block, timed once
+    for _ in range(3):
+        costs.add(16, 0.1)
+    assert costs(80) == pytest.approx(0.3)  # weight 0.125: still known
+    costs.add(16, 0.1)
+    assert costs(80) == pytest.approx(
+        0.1 * 80 / 32
+    )  # forgotten: one doubling of flat optimism, then per token
+
+
+def test_call_costs_bin_nearby_sizes_together():
+    costs = CallCosts(decay=0.9)
+    costs.add(30, 0.3)
+    costs.add(34, 0.34)  # the same half-octave: one point at the mean size
+    assert costs(32) == pytest.approx(0.32)

@@ -18,18 +18,19 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
-from specdec.engine.batch import HOST, BatchState
+from specdec.engine.batch import BatchState
 from specdec.engine.cache import SlotCache
 from specdec.engine.graphs import StepGraphs, masks_to
 from specdec.engine.kernels import pack_linear_layers, packing_supported
+from specdec.engine.layout import BlockLayout
 from specdec.engine.lean import lean_forward, lean_forward_matches
 from specdec.engine.modeling import attention_masks, check_rollback_support, context_size, given_layer_inputs
 from specdec.engine.output import ExtendOutput
 from specdec.engine.static_steps import STATIC_WIDTHS, StaticSteps
-from specdec.errors import InvalidArgumentError, PromptError
+from specdec.errors import InvalidArgumentError
 
 
-class Engine(BatchState, StaticSteps):
+class Engine(BatchState, BlockLayout, StaticSteps):
     """Prefill, extend, roll back and (for trees) keep a path, over one batch of rows.
 
     Every method that touches the cache or the slot bookkeeping runs under inference mode, so the
@@ -141,72 +142,40 @@ class Engine(BatchState, StaticSteps):
         if batch != self.batch_size:
             raise InvalidArgumentError(f"block has {batch} rows but the engine holds {self.batch_size}")
         token_mask, block = self._block_mask(batch, width, token_mask, tree_mask)
-        if positions is None:
-            positions = (self.num_tokens[:, None] + block.sum(-1) - 1).clamp(min=0)
-        positions = positions.to(HOST)
-        if self.max_positions is not None and int(positions.max()) >= self.max_positions:
-            raise PromptError(f"sequence exceeds the model's context of {self.max_positions} tokens")
+        positions = self._positions(block, positions)
         # Token ids through the model's own stack: a compiled static step or the lean path can run it
         # (skipping transformers' wrappers); only the plain case (no hidden states) replays a graph.
         own_stack = model is None and not layer_inputs and embeds is None
-        plain = own_stack and not hidden_layers
-        padded, static = self._step_kind(width, plain, own_stack)
+        padded, static = self._step_kind(width, own_stack and not hidden_layers, own_stack)
         lean = own_stack and not static and (self.lean_hidden if hidden_layers else self.lean)
         run_width = self.graphs.width if padded else width
         self._make_room(run_width)
         block |= torch.eye(width, dtype=torch.bool)  # padding rows attend to themselves
         first, past = self._visible(width, sees_reserved)
-        start, write_slots = self.slots.length, None
-        if static:
-            mask, positions, key_pos, write_slots = self._static_layout(
-                past, block, positions, first, run_width
-            )
-            pad = torch.zeros(batch, run_width - width, dtype=torch.long, device=tokens.device)
-            tokens, read_end = torch.cat([tokens, pad], dim=1), 0  # tokens stay where they are
-        else:
-            mask, key_pos, read_end = self._eager_layout(past, block, positions, first)
+        start = self.slots.length
+        tokens, mask, positions, key_pos, write_slots, read_end = self._layout(
+            tokens, past, block, positions, first, run_width if static else None
+        )
         self.cache.write_start, self.cache.read_start, self.cache.read_end = start, first, read_end
         masks = attention_masks(self.config, self.dtype, mask, positions, key_pos)
         if padded:  # the graphs copy the inputs into their own buffers on the device
             logits = self.graphs(tokens, positions, masks, write_slots)[:, :width]
             # A graph's output buffer is overwritten by its next replay: keep a copy.
-            logits = (logits if num_logits is None else logits[:, -num_logits:]).clone()
-            self.slots.write(token_mask, positions)
-            return ExtendOutput(logits=logits)
-        runner = self.compiled if static else self.model if model is None else model
-        if static:
-            self.cache.slots = write_slots.to(self.device)
-        try:
-            inputs = self._inputs(tokens.to(self.device), embeds, embeds_mask)
-            given = (
-                given_layer_inputs(runner, layer_inputs, layer_input_mask) if layer_inputs else nullcontext()
+            output = ExtendOutput(logits=(logits if num_logits is None else logits[:, -num_logits:]).clone())
+        else:
+            output = self._forward(
+                self.compiled if static else self.model if model is None else model,
+                self._inputs(tokens.to(self.device), embeds, embeds_mask),
+                positions.to(self.device),
+                masks_to(masks, self.device),
+                write_slots,
+                (layer_inputs, layer_input_mask),
+                num_logits=num_logits,
+                hidden_layers=hidden_layers,
+                lean=lean,
             )
-            with given:
-                output = self._forward(
-                    runner,
-                    inputs,
-                    positions.to(self.device),
-                    masks_to(masks, self.device),
-                    num_logits=num_logits,
-                    hidden_layers=hidden_layers,
-                    lean=lean,
-                    static=static,
-                )
-        finally:
-            self.cache.slots = None
         self.slots.write(token_mask, positions)
         return output
-
-    def _block_mask(self, batch: int, width: int, token_mask, tree_mask) -> tuple[torch.Tensor, torch.Tensor]:
-        """The block's token mask ``[B, T]`` and who-sees-whom inside it ``[B, T, T]`` (causal, or the
-        tree's), on the host."""
-        if token_mask is None:
-            token_mask = torch.ones(batch, width, dtype=torch.bool)
-        token_mask = token_mask.to(HOST)
-        block = torch.ones(width, width, dtype=torch.bool).tril()
-        if tree_mask is not None:
-            block = tree_mask.to(HOST, torch.bool)
-        return token_mask, block.expand(batch, width, width) & token_mask[:, None, :]
 
     def _step_kind(self, width: int, plain: bool, own_stack: bool) -> tuple[bool, bool]:
         """(padded, static): whether the block replays a padded graph step, and whether it runs as a
@@ -216,18 +185,6 @@ class Engine(BatchState, StaticSteps):
         padded = self.graphs is not None and plain and allocated and width <= self.graphs.width
         compiled = self.compiled is not None and own_stack and allocated
         return padded, padded or (compiled and self._smallest_static <= width <= STATIC_WIDTHS)
-
-    def _visible(self, width: int, sees_reserved: torch.Tensor | None) -> tuple[int, torch.Tensor]:
-        """The first slot attention reads and which earlier slots each query sees ``[B, T, L]``. The
-        reserved slots are read only when a query may see them, so a block that has none computes exactly
-        what it would without them."""
-        asks = sees_reserved is not None and bool(sees_reserved.any())
-        first = 0 if asks else self.slots.reserved
-        past = self.slots.visible(first, width)
-        if asks:
-            past = past.clone()
-            past[..., : self.slots.reserved] = sees_reserved.to(HOST, torch.bool)[:, :, None]
-        return first, past
 
     def _inputs(self, tokens: torch.Tensor, embeds, embeds_mask) -> dict[str, torch.Tensor]:
         """The model's inputs: token ids, or embeddings with given ones where ``embeds_mask`` says."""
@@ -240,10 +197,26 @@ class Engine(BatchState, StaticSteps):
         return {"inputs_embeds": given}
 
     def _forward(
-        self, runner, inputs, positions, masks, *, num_logits, hidden_layers, lean, static
+        self, runner, inputs, positions, masks, write_slots, given, *, num_logits, hidden_layers, lean
     ) -> ExtendOutput:
-        """One forward of ``runner`` over the cache: the lean path where it applies, else the model's own
-        (a static step computes every position's logits: one graph fewer)."""
+        """One forward of ``runner`` over the cache, writing to ``write_slots`` (a static step's) or after
+        the last slot, with ``given`` (layer inputs, their mask) in place of the layers' own inputs."""
+        layer_inputs, input_mask = given
+        context = given_layer_inputs(runner, layer_inputs, input_mask) if layer_inputs else nullcontext()
+        self.cache.slots = None if write_slots is None else write_slots.to(self.device)
+        try:
+            with context:
+                return self._call(
+                    runner, inputs, positions, masks, num_logits, hidden_layers, lean, write_slots is not None
+                )
+        finally:
+            self.cache.slots = None
+
+    def _call(
+        self, runner, inputs, positions, masks, num_logits, hidden_layers, lean, static
+    ) -> ExtendOutput:
+        """The lean path where it applies, else the model's own forward (a static step computes every
+        position's logits: one graph fewer)."""
         if lean:
             ids = inputs["input_ids"]
             return lean_forward(self.model, ids, positions, masks, self.cache, num_logits, hidden_layers)
@@ -261,19 +234,6 @@ class Engine(BatchState, StaticSteps):
         )
         logits = out.logits if num_logits is None else out.logits[:, -num_logits:]
         return ExtendOutput(logits=logits, hidden_states={i: out.hidden_states[i] for i in hidden_layers})
-
-    def _eager_layout(self, past, block, positions, first: int) -> tuple:
-        """The mask ``[B, 1, T, K]`` and key positions of an eager block over slots ``first`` up to a
-        multiple of ``read_bucket`` slots (the free ones beyond the block masked out), and that end."""
-        batch, width = positions.shape
-        length = self.slots.length
-        end = length + width
-        read_end = min(self.cache.capacity, first + -(-(end - first) // self.read_bucket) * self.read_bucket)
-        beyond = torch.zeros(batch, width, read_end - end, dtype=torch.bool)
-        mask = torch.cat([past, block, beyond], dim=-1)[:, None]
-        slot_pos = self.slots.positions
-        key_pos = torch.cat([slot_pos[:, first:length], positions, slot_pos[:, end:read_end]], -1)
-        return mask, key_pos, read_end
 
     def prefill(
         self,

@@ -2,10 +2,13 @@
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from specdec.decoders import SpeculativeSampling
 from specdec.drafters import ModelDrafter, PromptLookupDrafter
 from specdec.engine import Engine
+from specdec.engine.static_steps import graph_rows
 from specdec.errors import InvalidArgumentError
 from specdec.pipeline import Pipeline
 from tiny import make_llama
@@ -168,3 +171,72 @@ def test_a_compiled_padded_step_does_not_recompile_when_the_capacity_changes():
         capacities.add(pipe.engine.cache.capacity)
     assert capacities == {64, 128, 256}
     assert counters["stats"]["unique_graphs"] == graphs
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 5000))
+def test_graph_rows_are_the_power_of_two_bucket_of_a_batch(batch):
+    rows = graph_rows(batch)
+    assert rows & (rows - 1) == 0 and batch <= rows < 2 * batch
+
+
+def _buffers(engine: Engine) -> list[int]:
+    return [t.data_ptr() for layer in engine.cache.layers for t in (layer.keys, layer.values)]
+
+
+def _rows_come_and_go(engine: Engine, x: torch.Tensor) -> list[torch.Tensor]:
+    """Three rows decode; one leaves, the holes are compacted away, one joins; then one more than the
+    bucket holds joins."""
+    engine.start([x[0, :6].tolist(), x[1, :9].tolist(), x[2, :4].tolist()], extra_slots=8)
+    log = [engine.extend(x[:3, 20:21]).logits, engine.extend(x[:3, 21:25]).logits]
+    engine.rollback(torch.tensor([2, 0, 1]))
+    engine.release([1])
+    engine.compact()
+    log.append(engine.extend(x[:2, 25:28]).logits)
+    engine.admit([x[3, :7].tolist(), x[4, :5].tolist()])  # 2 + 2 rows: the bucket of 4 still holds them
+    log.append(engine.extend(x[:4, 28:30]).logits)
+    return log
+
+
+def test_rows_join_and_leave_a_graphed_batch_in_place_under_its_bucket_graphs():
+    """Releasing, compacting and admitting within the buffers' rows keep the cache buffers where the
+    graphs read them (no graph dropped) and compute what the eager engine computes; each step runs at
+    its batch-size bucket's rows. A row past the buffers' rows reallocates them (the graphs go)."""
+    model = make_llama(VOCAB, seed=2, hidden=64)
+    x = _tokens(40, rows=6)
+    eager, padded = Engine(model), Engine(model)
+    padded.capture_graphs(8, capture=False)
+    calls, dropped = [], []
+    step = padded.graphs.step
+    padded.graphs.step = lambda *args: calls.append(tuple(args[0].shape)) or step(*args)
+    clear = padded.graphs.clear
+    padded.graphs.clear = lambda: dropped.append(True) or clear()
+    buffers = None
+    for i, (got, want) in enumerate(
+        zip(_rows_come_and_go(padded, x), _rows_come_and_go(eager, x), strict=True)
+    ):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+        if i == 0:  # the buffers the first step's graphs read
+            buffers, dropped[:] = _buffers(padded), []
+    assert _buffers(padded) == buffers and not dropped  # rows came and went in place
+    # Each step at its bucket's rows (3 live rows: 4; 2: 2; 4: 4), over the same buffers of 4 rows.
+    assert [rows for rows, _ in calls] == [4, 4, 2, 4] and padded.cache.allocated_rows == 4
+    padded.admit([x[5, :3].tolist()])  # a fifth row: the next bucket, new buffers
+    assert _buffers(padded) != buffers and dropped and padded.cache.allocated_rows == 8
+    eager.admit([x[5, :3].tolist()])
+    torch.testing.assert_close(
+        padded.extend(x[:5, 30:31]).logits, eager.extend(x[:5, 30:31]).logits, rtol=1e-5, atol=1e-5
+    )
+    assert calls[-1] == (8, 8)
+
+
+@cuda
+def test_graph_replays_stay_right_as_rows_join_and_leave_in_place():
+    model = make_llama(VOCAB, seed=2, hidden=64).to("cuda")
+    x = _tokens(40, rows=6)
+    padded, graphed = Engine(model), Engine(model)
+    padded.capture_graphs(8, capture=False)
+    graphed.capture_graphs(8)
+    for got, want in zip(_rows_come_and_go(graphed, x), _rows_come_and_go(padded, x), strict=True):
+        assert torch.equal(got, want)
+    assert len(graphed.graphs.graphs) >= 2  # the buckets of 4 and 2 rows, over the same buffers

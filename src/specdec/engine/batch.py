@@ -15,7 +15,7 @@ from specdec.engine.cache import SlotCache
 from specdec.engine.memory import check_fits, kv_bytes_per_slot
 from specdec.engine.output import ExtendOutput
 from specdec.engine.slots import SlotTable
-from specdec.engine.static_steps import GRAPH_CAPACITY_STEP
+from specdec.engine.static_steps import GRAPH_CAPACITY_STEP, graph_rows
 from specdec.errors import CacheMemoryError, InvalidArgumentError
 
 # Where the slot bookkeeping (valid slots, positions) and the masks built from it live, whatever the
@@ -44,17 +44,18 @@ class BatchState:
         if isinstance(reserved, bool) or not isinstance(reserved, int) or reserved < 0:
             raise InvalidArgumentError(f"reserved slots must be an integer >= 0, got {reserved!r}")
         capacity = self._capacity_for(capacity, reserved)
+        rows = self._buffer_rows(batch_size)
         reuse = (
             self.graphs is not None
             and self.cache is not None
-            and self.cache.batch_size == batch_size
+            and (self.cache.allocated_rows or 0) >= rows
             and self.cache.capacity >= capacity
         )
         if reuse:  # the buffers the graphs were captured with: they stay valid for this batch
             capacity = self.cache.capacity
         else:
-            self.check_fits(batch_size, capacity)
-            self.cache = SlotCache(self.config.num_hidden_layers, capacity)
+            self.check_fits(rows, capacity)
+            self.cache = SlotCache(self.config.num_hidden_layers, capacity, rows)
             self._drop_graphs()
         self.slots = SlotTable(batch_size, self.cache.capacity, reserved)
         self._reserved_states: list[tuple[torch.Tensor, torch.Tensor]] | None = None
@@ -85,6 +86,11 @@ class BatchState:
                 for k, v in keys_values
             ],
         )
+
+    def _buffer_rows(self, batch_size: int) -> int:
+        """Rows to allocate the cache buffers for: a graphed engine's batch-size bucket (so rows can join
+        and leave in place, under the graphs captured for each bucket), else the batch itself."""
+        return graph_rows(batch_size) if self.graphs is not None else batch_size
 
     def _capacity_for(self, capacity: int, reserved: int = 0) -> int:
         """The slots :meth:`reset` allocates for a wish of ``capacity`` (graphed engines round up)."""
@@ -168,9 +174,10 @@ class BatchState:
             self.cache, self.slots, self.graphs = running
         if table.length > self.cache.capacity:
             self._grow(table.length)
-        self.cache.add_rows(scratch, (self.batch_size, table.batch_size))
+        self.cache.buffer_rows = self._buffer_rows(self.batch_size + table.batch_size)
+        if self.cache.add_rows(scratch, (self.batch_size, table.batch_size)):
+            self._drop_graphs()  # the buffers had no rows to spare: reallocated for the bucket
         self.slots.admit(table.valid[:, : table.length], table.positions[:, : table.length])
-        self._drop_graphs()
         return out
 
     @torch.inference_mode()
@@ -246,13 +253,11 @@ class BatchState:
     def compact(self) -> None:
         """Move each row's tokens to the front of its slots (after the reserved ones), squeezing out
         rolled-back holes."""
-        self.cache.gather_slots(self.slots.compact())
-        self._drop_graphs()
+        self.cache.gather_slots(self.slots.compact())  # in place: the graphs stay valid
 
     @torch.inference_mode()
     def select_rows(self, rows: torch.Tensor) -> None:
         """Keep only ``rows`` of the batch (finished rows leave so they cost nothing)."""
         rows = rows.to(HOST)
-        self.cache.select_rows(rows)  # (each layer moves the index to its buffers' device)
-        self._drop_graphs()
+        self.cache.select_rows(rows)  # in place (each layer moves the index to its buffers' device)
         self.slots.select_rows(rows)

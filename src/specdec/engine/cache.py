@@ -30,7 +30,7 @@ class SlotLayer(CacheLayerMixin):
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         # Shapes, dtype and device come from the first write so per-layer head counts and
         # accelerate's per-layer device placement need no configuration.
-        batch, heads = key_states.shape[:2]
+        batch, heads = max(key_states.shape[0], self.owner.buffer_rows), key_states.shape[1]
         capacity = self.owner.capacity
         self.keys = key_states.new_zeros(batch, heads, capacity, key_states.shape[-1])
         self.values = value_states.new_zeros(batch, heads, capacity, value_states.shape[-1])
@@ -39,17 +39,21 @@ class SlotLayer(CacheLayerMixin):
     def update(self, key_states, value_states, *args, **kwargs):
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
+        # The forward's rows are the buffers' first rows: a view, so a graph captured over it reads
+        # the same memory whatever rows later leave or join in place.
+        rows = key_states.shape[0]
+        keys, values = self.keys[:rows], self.values[:rows]
         slots = self.owner.slots
         if slots is not None:  # static shapes: write at the given slots, read every slot (the mask decides)
-            self.keys.index_copy_(2, slots, key_states)
-            self.values.index_copy_(2, slots, value_states)
-            return self.keys, self.values
+            keys.index_copy_(2, slots, key_states)
+            values.index_copy_(2, slots, value_states)
+            return keys, values
         start = self.owner.write_start
         end = start + key_states.shape[-2]
-        self.keys[:, :, start:end] = key_states
-        self.values[:, :, start:end] = value_states
+        keys[:, :, start:end] = key_states
+        values[:, :, start:end] = value_states
         first, last = self.owner.read_start, max(end, self.owner.read_end)
-        return self.keys[:, :, first:last], self.values[:, :, first:last]
+        return keys[:, :, first:last], values[:, :, first:last]
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
         if self.owner.slots is not None:
@@ -63,40 +67,47 @@ class SlotLayer(CacheLayerMixin):
         return self.owner.capacity
 
     def gather_slots(self, index: torch.Tensor) -> None:
-        """Reorder slots per row (``index``: ``[batch, capacity]``), used to squeeze out holes."""
+        """Reorder slots per row (``index``: ``[batch, capacity]``, the first rows), in place: used to
+        squeeze out holes."""
         if not self.is_initialized:
             return
+        rows = index.shape[0]
         idx = index.to(self.keys.device)[:, None, :, None]
-        self.keys = self.keys.gather(2, idx.expand_as(self.keys))
-        self.values = self.values.gather(2, idx.expand_as(self.values))
+        for buffer in (self.keys, self.values):
+            live = buffer[:rows]
+            live.copy_(live.gather(2, idx.expand_as(live)))
 
-    def add_rows(self, other: SlotLayer, rows: tuple[int, int]) -> None:
-        """Append ``other``'s rows (its slots at the same columns; the engine made room), or rows of
-        zeros for whichever side has not allocated its buffers yet (``rows``: both sides' row counts)."""
+    def add_rows(self, other: SlotLayer, rows: tuple[int, int]) -> bool:
+        """Put ``other``'s rows after this cache's ``rows[0]`` live ones (its slots at the same columns; the
+        engine made room), or rows of zeros for whichever side has not allocated its buffers yet
+        (``rows``: both sides' row counts). In place where the buffers have the rows to spare; returns
+        whether they were reallocated."""
         if not (self.is_initialized or other.is_initialized):
-            return
-        like = self if self.is_initialized else other
-        heads, dim = like.keys.shape[1], like.keys.shape[-1]
-        capacity, zeros = self.owner.capacity, like.keys.new_zeros
-
-        def fit(tensor: torch.Tensor | None, rows: int) -> torch.Tensor:
-            out = zeros(rows, heads, capacity, dim)
-            if tensor is not None:
-                out[:, :, : tensor.shape[2]] = tensor[:, :, :capacity].to(out.device)
-            return out
-
+            return False
         mine, theirs = rows
-        keys = fit(self.keys if self.is_initialized else None, mine)
-        values = fit(self.values if self.is_initialized else None, mine)
-        self.keys = torch.cat([keys, fit(other.keys if other.is_initialized else None, theirs)])
-        self.values = torch.cat([values, fit(other.values if other.is_initialized else None, theirs)])
-        self.is_initialized = True
+        spare = self.is_initialized and self.keys.shape[0] >= mine + theirs
+        if not spare:
+            like = self if self.is_initialized else other
+            shape = (max(mine + theirs, self.owner.buffer_rows), like.keys.shape[1], self.owner.capacity)
+            keys = like.keys.new_zeros(*shape, like.keys.shape[-1])
+            values = like.values.new_zeros(*shape, like.values.shape[-1])
+            if self.is_initialized:
+                keys[:mine], values[:mine] = self.keys[:mine], self.values[:mine]
+            self.keys, self.values, self.is_initialized = keys, values, True
+        for mine_buffer, theirs_buffer in ((self.keys, other.keys), (self.values, other.values)):
+            new = mine_buffer[mine : mine + theirs]
+            new.zero_()
+            if other.is_initialized:
+                width = min(theirs_buffer.shape[2], new.shape[2])
+                new[:, :, :width] = theirs_buffer[:theirs, :, :width].to(new.device)
+        return not spare
 
     def select_rows(self, rows: torch.Tensor) -> None:
+        """Keep ``rows``, moved to the front of the buffers in place (the rows after them go stale)."""
         if self.is_initialized:
             rows = rows.to(self.keys.device)
-            self.keys = self.keys.index_select(0, rows)
-            self.values = self.values.index_select(0, rows)
+            self.keys[: len(rows)] = self.keys.index_select(0, rows)
+            self.values[: len(rows)] = self.values.index_select(0, rows)
 
     def grow(self, capacity: int) -> None:
         """Reallocate to ``capacity`` slots, keeping the slots in use."""
@@ -111,8 +122,11 @@ class SlotLayer(CacheLayerMixin):
 class SlotCache(Cache):
     """The container the model sees; the engine owns the slot bookkeeping around it."""
 
-    def __init__(self, num_layers: int, capacity: int):
+    def __init__(self, num_layers: int, capacity: int, buffer_rows: int = 1):
         self.capacity = capacity
+        # Rows the buffers hold at least: a graphed engine allocates a batch-size bucket, so rows can
+        # join in place; the rows a forward uses are the first ones (see SlotLayer.update).
+        self.buffer_rows = buffer_rows
         self.write_start = 0
         self.read_start = 0  # attention reads slots read_start .. (skipping reserved slots no query sees)
         self.read_end = 0  # .. up to the block's end, or this slot if later (a read length rounded up)
@@ -122,8 +136,8 @@ class SlotCache(Cache):
         super().__init__(layers=[SlotLayer(self) for _ in range(num_layers)])
 
     @property
-    def batch_size(self) -> int | None:
-        """Rows the buffers hold; None before the first write allocates them."""
+    def allocated_rows(self) -> int | None:
+        """Rows the buffers hold (the live ones first); None before the first write allocates them."""
         first = self.layers[0]
         return first.keys.shape[0] if first.is_initialized else None
 
@@ -135,10 +149,13 @@ class SlotCache(Cache):
         for layer in self.layers:
             layer.select_rows(rows)
 
-    def add_rows(self, other: SlotCache, rows: tuple[int, int]) -> None:
-        """Append ``other``'s rows, slot for slot (``rows``: this cache's and ``other``'s row counts)."""
-        for layer, theirs in zip(self.layers, other.layers, strict=True):
-            layer.add_rows(theirs, rows)
+    def add_rows(self, other: SlotCache, rows: tuple[int, int]) -> bool:
+        """Put ``other``'s rows after this cache's live ones, slot for slot (``rows``: this cache's and
+        ``other``'s row counts); whether the buffers were reallocated to make room."""
+        moved = [
+            layer.add_rows(theirs, rows) for layer, theirs in zip(self.layers, other.layers, strict=True)
+        ]
+        return any(moved)
 
     def grow(self, capacity: int) -> None:
         for layer in self.layers:

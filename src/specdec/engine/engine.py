@@ -157,9 +157,8 @@ class Engine(BatchState, BlockLayout, StaticSteps):
             tokens, past, block, positions, first, run_width if static else None
         )
         self.cache.write_start, self.cache.read_start, self.cache.read_end = start, first, read_end
-        masks = attention_masks(self.config, self.dtype, mask, positions, key_pos)
         if padded:  # the graphs copy the inputs into their own buffers on the device
-            logits = self.graphs(tokens, positions, masks, write_slots)[:, :width]
+            logits = self._replay(tokens, mask, positions, key_pos, write_slots, width)
             # A graph's output buffer is overwritten by its next replay: keep a copy.
             output = ExtendOutput(logits=(logits if num_logits is None else logits[:, -num_logits:]).clone())
         else:
@@ -167,7 +166,7 @@ class Engine(BatchState, BlockLayout, StaticSteps):
                 self.compiled if static else self.model if model is None else model,
                 self._inputs(tokens.to(self.device), embeds, embeds_mask),
                 positions.to(self.device),
-                masks_to(masks, self.device),
+                masks_to(attention_masks(self.config, self.dtype, mask, positions, key_pos), self.device),
                 write_slots,
                 (layer_inputs, layer_input_mask),
                 num_logits=num_logits,

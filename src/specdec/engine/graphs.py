@@ -4,8 +4,10 @@ On a GPU a small model's step is bound by kernel launches, not by the GPU: hundr
 kernels, each launched from Python. A CUDA graph records the launches of one step and replays them
 with one call. A replay reads its inputs from the addresses it was captured with, so every input
 lives in a buffer of fixed shape that new values are copied into; the KV cache buffers are read and
-written in place, which is why the engine drops its graphs whenever it reallocates them (growth,
-compaction, a row leaving) and reuses its cache buffers across batches of the same shape.
+written in place. The engine allocates them for a batch-size bucket (a power of two) and captures a
+step per bucket over their first rows, so rows that leave, compaction and rows that join within the
+buffers' rows move data in place and every graph stays valid; only reallocation (growth, more rows
+than the buffers hold) drops them. It reuses its buffers across batches that fit them.
 """
 
 from __future__ import annotations

@@ -13,10 +13,17 @@ from torch import nn
 
 from specdec.engine.graphs import StepGraphs
 from specdec.engine.lean import lean_forward
+from specdec.engine.modeling import attention_masks
 from specdec.errors import InvalidArgumentError
 
 STATIC_WIDTHS = 16  # widest block a compiled engine runs as a static-shape step (verify blocks, trees)
 GRAPH_CAPACITY_STEP = 64  # graphed engines round cache capacities up to this: fewer shapes to capture
+
+
+def graph_rows(batch_size: int) -> int:
+    """The batch-size bucket a graphed step runs at (a power of two: 1, 2, 4, 8, ...): rows that join
+    or leave within a bucket replay the graphs already captured for it."""
+    return 1 << max(0, batch_size - 1).bit_length()
 
 
 class StaticSteps:
@@ -50,6 +57,22 @@ class StaticSteps:
         if compile:
             self.compile_steps(warm_up=False)
             self._warm_up((2, 1))  # an eager prefill, then the padded step: compiled and captured
+
+    def _replay(self, tokens, mask, positions, key_pos, write_slots, width: int) -> torch.Tensor:
+        """Logits ``[B, width, V]`` of a padded plain block, through the graphs of its batch-size bucket:
+        the rows up to the bucket (within the buffers' rows) are padding whose queries see only their
+        own write slots, and whose keys land in buffer rows no live row holds."""
+        batch, run_width = tokens.shape
+        extra = min(graph_rows(batch), self.cache.allocated_rows) - batch
+        if extra:
+            pad_mask = torch.zeros(extra, 1, run_width, mask.shape[-1], dtype=torch.bool)
+            pad_mask[:, 0, :, write_slots] = torch.eye(run_width, dtype=torch.bool)
+            tokens = torch.cat([tokens, tokens.new_zeros(extra, run_width)])
+            mask = torch.cat([mask, pad_mask])
+            positions = torch.cat([positions, positions.new_zeros(extra, run_width)])
+            key_pos = torch.cat([key_pos, key_pos.new_zeros(extra, key_pos.shape[-1])])
+        masks = attention_masks(self.config, self.dtype, mask, positions, key_pos)
+        return self.graphs(tokens, positions, masks, write_slots)[:batch, :width]
 
     def _static_step(self, tokens, positions, masks, slots: torch.Tensor) -> torch.Tensor:
         """Logits of a plain block whose new tokens go to cache ``slots`` (reads span the capacity)."""

@@ -253,11 +253,11 @@ class BatchState:
     def compact(self) -> None:
         """Move each row's tokens to the front of its slots (after the reserved ones), squeezing out
         rolled-back holes."""
-        self.cache.gather_slots(self.slots.compact())  # in place: the graphs stay valid
+        self.cache.gather_slots(self.slots.compact(), in_place=self.graphs is not None)  # graphs stay valid
 
     @torch.inference_mode()
     def select_rows(self, rows: torch.Tensor) -> None:
         """Keep only ``rows`` of the batch (finished rows leave so they cost nothing)."""
         rows = rows.to(HOST)
-        self.cache.select_rows(rows)  # in place (each layer moves the index to its buffers' device)
+        self.cache.select_rows(rows, in_place=self.graphs is not None)  # graphs stay valid
         self.slots.select_rows(rows)

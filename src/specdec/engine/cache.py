@@ -66,16 +66,25 @@ class SlotLayer(CacheLayerMixin):
     def get_max_length(self) -> int:
         return self.owner.capacity
 
-    def gather_slots(self, index: torch.Tensor) -> None:
-        """Reorder slots per row (``index``: ``[batch, capacity]``, the first rows), in place: used to
-        squeeze out holes."""
+    def gather_slots(self, index: torch.Tensor, in_place: bool) -> None:
+        """Reorder slots per row (``index``: ``[batch, capacity]``, the first rows): used to squeeze out
+        holes."""
         if not self.is_initialized:
             return
         rows = index.shape[0]
         idx = index.to(self.keys.device)[:, None, :, None]
-        for buffer in (self.keys, self.values):
-            live = buffer[:rows]
-            live.copy_(live.gather(2, idx.expand_as(live)))
+        live = self.keys[:rows], self.values[:rows]
+        self._replace(*(t.gather(2, idx.expand_as(t)) for t in live), in_place)
+
+    def _replace(self, keys: torch.Tensor, values: torch.Tensor, in_place: bool) -> None:
+        """Make ``keys``/``values`` the buffers' first rows: copied into them ``in_place`` (graphs read
+        them there), else the buffers become these tensors (rows beyond the live ones are stale anyway,
+        and one copy is cheaper than two)."""
+        if in_place:
+            self.keys[: len(keys)].copy_(keys)
+            self.values[: len(values)].copy_(values)
+        else:
+            self.keys, self.values = keys, values
 
     def add_rows(self, other: SlotLayer, rows: tuple[int, int]) -> bool:
         """Put ``other``'s rows after this cache's ``rows[0]`` live ones (its slots at the same columns; the
@@ -102,12 +111,11 @@ class SlotLayer(CacheLayerMixin):
                 new[:, :, :width] = theirs_buffer[:theirs, :, :width].to(new.device)
         return not spare
 
-    def select_rows(self, rows: torch.Tensor) -> None:
-        """Keep ``rows``, moved to the front of the buffers in place (the rows after them go stale)."""
+    def select_rows(self, rows: torch.Tensor, in_place: bool) -> None:
+        """Keep ``rows``, as the buffers' first rows (see :meth:`_replace`)."""
         if self.is_initialized:
             rows = rows.to(self.keys.device)
-            self.keys[: len(rows)] = self.keys.index_select(0, rows)
-            self.values[: len(rows)] = self.values.index_select(0, rows)
+            self._replace(self.keys.index_select(0, rows), self.values.index_select(0, rows), in_place)
 
     def grow(self, capacity: int) -> None:
         """Reallocate to ``capacity`` slots, keeping the slots in use."""
@@ -141,13 +149,15 @@ class SlotCache(Cache):
         first = self.layers[0]
         return first.keys.shape[0] if first.is_initialized else None
 
-    def gather_slots(self, index: torch.Tensor) -> None:
+    def gather_slots(self, index: torch.Tensor, in_place: bool = False) -> None:
+        """Reorder the live rows' slots; ``in_place`` keeps the buffers where CUDA graphs read them."""
         for layer in self.layers:
-            layer.gather_slots(index)
+            layer.gather_slots(index, in_place)
 
-    def select_rows(self, rows: torch.Tensor) -> None:
+    def select_rows(self, rows: torch.Tensor, in_place: bool = False) -> None:
+        """Keep ``rows`` (the others leave); ``in_place`` keeps the buffers where CUDA graphs read them."""
         for layer in self.layers:
-            layer.select_rows(rows)
+            layer.select_rows(rows, in_place)
 
     def add_rows(self, other: SlotCache, rows: tuple[int, int]) -> bool:
         """Put ``other``'s rows after this cache's live ones, slot for slot (``rows``: this cache's and

@@ -1,5 +1,7 @@
 """Padded static steps (what a CUDA graph replays) on any device, and the CUDA graphs where a GPU is."""
 
+from collections.abc import Iterator
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -184,18 +186,19 @@ def _buffers(engine: Engine) -> list[int]:
     return [t.data_ptr() for layer in engine.cache.layers for t in (layer.keys, layer.values)]
 
 
-def _rows_come_and_go(engine: Engine, x: torch.Tensor) -> list[torch.Tensor]:
-    """Three rows decode; one leaves, the holes are compacted away, one joins; then one more than the
-    bucket holds joins."""
+def _rows_come_and_go(engine: Engine, x: torch.Tensor) -> Iterator[torch.Tensor]:
+    """Three rows decode; one leaves, the holes are compacted away, two join (four rows: the buffers of
+    the bucket of four still hold them). Yields each step's logits as it runs, so a caller can look at
+    the engine between steps."""
     engine.start([x[0, :6].tolist(), x[1, :9].tolist(), x[2, :4].tolist()], extra_slots=8)
-    log = [engine.extend(x[:3, 20:21]).logits, engine.extend(x[:3, 21:25]).logits]
+    yield engine.extend(x[:3, 20:21]).logits
+    yield engine.extend(x[:3, 21:25]).logits
     engine.rollback(torch.tensor([2, 0, 1]))
     engine.release([1])
     engine.compact()
-    log.append(engine.extend(x[:2, 25:28]).logits)
-    engine.admit([x[3, :7].tolist(), x[4, :5].tolist()])  # 2 + 2 rows: the bucket of 4 still holds them
-    log.append(engine.extend(x[:4, 28:30]).logits)
-    return log
+    yield engine.extend(x[:2, 25:28]).logits
+    engine.admit([x[3, :7].tolist(), x[4, :5].tolist()])
+    yield engine.extend(x[:4, 28:30]).logits
 
 
 def test_rows_join_and_leave_a_graphed_batch_in_place_under_its_bucket_graphs():
@@ -211,14 +214,12 @@ def test_rows_join_and_leave_a_graphed_batch_in_place_under_its_bucket_graphs():
     padded.graphs.step = lambda *args: calls.append(tuple(args[0].shape)) or step(*args)
     clear = padded.graphs.clear
     padded.graphs.clear = lambda: dropped.append(True) or clear()
-    buffers = None
-    for i, (got, want) in enumerate(
-        zip(_rows_come_and_go(padded, x), _rows_come_and_go(eager, x), strict=True)
-    ):
+    seen = []  # after each step: where the buffers are, and how many times graphs were dropped
+    for got, want in zip(_rows_come_and_go(padded, x), _rows_come_and_go(eager, x), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
-        if i == 0:  # the buffers the first step's graphs read
-            buffers, dropped[:] = _buffers(padded), []
-    assert _buffers(padded) == buffers and not dropped  # rows came and went in place
+        seen.append((_buffers(padded), len(dropped)))
+    buffers = seen[0][0]  # the buffers the first step's graphs read
+    assert all(s == (buffers, seen[0][1]) for s in seen)  # rows came and went in place, nothing dropped
     # Each step at its bucket's rows (3 live rows: 4; 2: 2; 4: 4), over the same buffers of 4 rows.
     assert [rows for rows, _ in calls] == [4, 4, 2, 4] and padded.cache.allocated_rows == 4
     padded.admit([x[5, :3].tolist()])  # a fifth row: the next bucket, new buffers

@@ -103,7 +103,6 @@ MAX_PROBE_WAIT = 256  # plain steps between probes of a drafter that keeps faili
 # costs about a plain step (16 rows and more there) a perfect drafter gains nothing, so a gain
 # within the drift is noise, and each probe there cost one to eight plain steps (2026-11-24 trace).
 PROBE_MARGIN = 0.1
-PRIOR_ACCEPTED, PRIOR_REJECTED = 4.0, 1.0  # the α estimate's prior: optimistic, so a new drafter is tried
 # Rows' worth of evidence a draft position's acceptance estimate borrows from the position before it.
 SHRINK = 2.0
 
@@ -143,7 +142,7 @@ class AdaptiveGamma(GammaPolicy):
         # MAX_PROBE_WAIT steps), so a drafter that never pays costs next to nothing.
         self.probe_every = check_gamma(probe_every, "probe_every")
         self._probe_wait, self._since_probe = self.probe_every, 0
-        self.accepted, self.rejected = PRIOR_ACCEPTED, PRIOR_REJECTED  # α ≈ 0.8 until evidence arrives
+        self.accepted, self.rejected = 4.0, 1.0  # prior: α ≈ 0.8 until evidence arrives
         # draft position k + 1 -> decayed [Σ rows that reached it, Σ rows that kept it]
         self._reached = [[0.0, 0.0] for _ in range(self.max_gamma)]
         self.asked, self.proposed = 1.0, 1.0  # prior: the drafter proposes what it is asked for
@@ -237,9 +236,8 @@ class AdaptiveGamma(GammaPolicy):
         d, rows = self.decay, max(1, step.rows)
         self.call_time.add(rows * (step.gamma + 1), step.verify_time)
         asked = step.gamma if step.asked is None else step.asked
-        if not asked:  # a plain step says nothing about the drafter: what was measured of it ages
-            self._age_evidence()
-            return
+        if not asked:
+            return  # a plain step says nothing about the drafter
         per_row = max(1, len(step.proposed))
         self.proposed = d * self.proposed + sum(step.proposed) / per_row
         self.asked = d * self.asked + asked
@@ -253,21 +251,6 @@ class AdaptiveGamma(GammaPolicy):
         self._count_positions(step.accepted, step.proposed, per_row)
         sums = self._draft.setdefault(batch_bucket(rows), [0.0, 0.0])
         sums[0], sums[1] = d * sums[0] + step.draft_time, d * sums[1] + step.gamma
-
-    def _age_evidence(self) -> None:
-        """Move the acceptance estimates one plain step's worth (``alpha_decay``) back towards the prior.
-
-        Evidence that is not renewed goes stale, as call costs do: a drafter switched off on a stretch
-        of text it did badly on (a prompt lookup over a letter being written) otherwise keeps that
-        estimate while the text changes (a list copied from the prompt), and only one-token probes,
-        ever rarer, can bring it back. Aged, it is tried again after about a hundred plain steps and
-        measured afresh in a few (traced at one request: switched off at α 0.07 on its first
-        requests, kept off where later ones accepted 0.4 at the first position)."""
-        d = self.alpha_decay
-        self.accepted = d * self.accepted + (1 - d) * PRIOR_ACCEPTED
-        self.rejected = d * self.rejected + (1 - d) * PRIOR_REJECTED
-        for sums in self._reached:
-            sums[0], sums[1] = d * sums[0], d * sums[1]
 
     def _count_positions(self, accepted: list[int], proposed: list[int], per_row: int) -> None:
         """Decay every position's counts, then count the rows that reached and kept each position."""

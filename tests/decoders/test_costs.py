@@ -20,12 +20,24 @@ def test_call_costs_interpolate_between_sizes_and_are_optimistic_outside_them():
     assert costs(32) == pytest.approx((0.049 + 0.2) / 1.49)
 
 
-def test_call_costs_never_make_a_wider_call_look_cheaper_than_a_narrower_one_measured():
+def test_call_costs_never_price_a_call_under_the_smallest_one_measured():
     costs = CallCosts(decay=0.9)
     costs.add(28, 0.47)  # a slow measurement
     costs.add(80, 0.29)  # a lucky one, wider
     assert costs(50) == pytest.approx(0.47) and costs(150) == pytest.approx(0.47)  # not 0.29
     assert costs(14) == pytest.approx(0.235)  # below every measurement: proportional, as before
+
+
+def test_call_costs_follow_a_dip_between_wider_sizes():
+    """On the reference CPU a 2-token block costs ~20 % over a one-token step and a 5-token one ~6 %: the
+    curve follows that (a rule that no wider call looks cheaper than a narrower one priced every block at
+    the 2-token cost), and never goes under the one-token step."""
+    costs = CallCosts(decay=0.9)
+    for tokens, seconds in ((1, 0.100), (2, 0.120), (5, 0.106), (8, 0.095)):
+        costs.add(tokens, seconds)
+    assert costs(5) == pytest.approx(0.106, rel=1e-6)
+    assert costs(4) == pytest.approx(0.120 - 0.014 * 2 / 3, rel=1e-6)
+    assert costs(8) == pytest.approx(0.100)  # measured under a step: noise, priced as the step
 
 
 def test_call_costs_forget_sizes_not_timed_for_a_while():

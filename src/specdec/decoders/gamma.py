@@ -115,7 +115,7 @@ class AdaptiveGamma(GammaPolicy):
     :meth:`position_acceptance`; ρ the share of the asked-for draft tokens the drafter does propose — a
     prompt lookup finds no match on many rows) for T(B(γ+1)) + γ · T_draft(B); a plain step brings B for
     T(B). T is one curve over the tokens a call computes (:class:`CallCosts`), fed by every step, plain
-    ones included; T_draft the decayed time per drafted position, per batch-size bucket. At one row a
+    ones included; T_draft the time per drafted position, a curve over the rows drafted for. At one row a
     verify block is nearly free and speculation pays; at many rows each block column costs about a plain
     step and it does not: the policy switches itself off there, and back on when the batch shrinks, at the
     batch size this machine and drafter call for rather than at a fixed cut-off. It starts with a plain
@@ -147,7 +147,10 @@ class AdaptiveGamma(GammaPolicy):
         self._reached = [[0.0, 0.0] for _ in range(self.max_gamma)]
         self.asked, self.proposed = 1.0, 1.0  # prior: the drafter proposes what it is asked for
         self.call_time = CallCosts(decay)
-        self._draft: dict[int, list[float]] = {}  # batch bucket -> decayed [Σ seconds, Σ positions]
+        # seconds per drafted position over the rows drafted for: a drafter call computes one token per
+        # row, so its cost is a curve over rows as a target call's is over tokens (optimistic below the
+        # batch sizes measured: after a wide batch, drafting for one row is tried again and measured)
+        self.draft_cost = CallCosts(decay)
         self._drafted: dict[int, list[float]] = {}  # batch bucket -> decayed [Σ steps asked, Σ drafted]
         self.gamma = 0
 
@@ -193,11 +196,8 @@ class AdaptiveGamma(GammaPolicy):
         return hits / max(weight, 1e-9)
 
     def draft_time(self, rows: int) -> float:
-        """Seconds per drafted position at ``rows`` rows (the nearest batch bucket measured; 0 before any)."""
-        if not self._draft:
-            return 0.0
-        seconds, positions = nearest_bucket(self._draft, rows)
-        return seconds / max(positions, 1e-9)
+        """Seconds per drafted position at ``rows`` rows (0 before any drafting was timed)."""
+        return self.draft_cost(rows) or 0.0
 
     def rate(
         self, gamma: int, rows: int, alpha: float | None = None, rho: float | None = None
@@ -249,8 +249,7 @@ class AdaptiveGamma(GammaPolicy):
         rejections = sum(a < p for a, p in zip(step.accepted, step.proposed, strict=True))
         self.rejected = self.alpha_decay * self.rejected + rejections / per_row
         self._count_positions(step.accepted, step.proposed, per_row)
-        sums = self._draft.setdefault(batch_bucket(rows), [0.0, 0.0])
-        sums[0], sums[1] = d * sums[0] + step.draft_time, d * sums[1] + step.gamma
+        self.draft_cost.add(rows, step.draft_time / step.gamma)
 
     def _count_positions(self, accepted: list[int], proposed: list[int], per_row: int) -> None:
         """Decay every position's counts, then count the rows that reached and kept each position."""

@@ -14,8 +14,8 @@ def test_call_costs_interpolate_between_sizes_and_are_optimistic_outside_them():
     assert costs(2) == pytest.approx(0.010)  # proportional below (cost per token never falls as calls shrink)
     costs.add(32, 0.100)
     assert costs(16) == pytest.approx(0.040 + 0.060 * 8 / 24)  # linear between the sizes seen
-    assert costs(64) == pytest.approx(0.100 + 0.060 / 24 * 32)  # the last slope continued to twice the top
-    assert costs(128) == pytest.approx(2 * (0.100 + 0.060 / 24 * 32))
+    assert costs(64) == pytest.approx(0.100)  # 4x the size cost 2.5x: flat for one doubling past the top
+    assert costs(128) == pytest.approx(0.200)  # and the per-token cost of that guess beyond
     costs.add(32, 0.200)  # the decayed mean follows the machine: (0.5 · 0.98 · 0.1 + 0.2) / (0.5 · 0.98 + 1)
     assert costs(32) == pytest.approx((0.049 + 0.2) / 1.49)
 
@@ -38,6 +38,23 @@ def test_call_costs_follow_a_dip_between_wider_sizes():
     assert costs(5) == pytest.approx(0.106, rel=1e-6)
     assert costs(4) == pytest.approx(0.120 - 0.014 * 2 / 3, rel=1e-6)
     assert costs(8) == pytest.approx(0.100)  # measured under a step: noise, priced as the step
+
+
+def test_call_costs_price_wider_calls_by_size_where_the_widest_already_cost_theirs():
+    """Many rows: a call twice as wide cost twice as much, so the next doubling is not tried as if free."""
+    costs = CallCosts(decay=0.9)
+    costs.add(16, 0.1)
+    costs.add(32, 0.2)
+    assert costs(64) == pytest.approx(0.4)
+
+
+def test_call_costs_try_past_a_bump_flat():
+    """One row on the reference CPU: a 2-token block costs 20 % over a step. The next doubling is priced
+    flat, not by that slope (which would price a 4-token block at 1.4 steps, where it costs 1.07)."""
+    costs = CallCosts(decay=0.9)
+    costs.add(1, 0.100)
+    costs.add(2, 0.120)
+    assert costs(4) == pytest.approx(0.120)
 
 
 def test_call_costs_forget_sizes_not_timed_for_a_while():

@@ -385,3 +385,33 @@ def test_runs_that_go_on_once_started_are_drafted_long():
     adaptive = sum(copy_row(AdaptiveGamma(), s) / b for s, b in enumerate(best)) / 3
     control = sum(copy_row(GeometricRuns(), s) / b for s, b in enumerate(best)) / 3
     assert adaptive <= 1.05 < control
+
+
+# One row on the reference CPU (a target call's cost over its block width, in one-token steps): a 2-token
+# block is the slowest shape, +20 %, a 4-6-token one +6-7 % (2026-11-25, measured at 300 and 900 tokens).
+BUMP = {1: 1.0, 2: 1.2, 3: 1.12, 4: 1.07, 5: 1.06, 6: 1.07, 7: 1.08, 8: 1.09}
+
+
+def bump_row(policy, seed: int, alpha: float = 0.3, tokens: int = 3000) -> float:
+    """Seconds per token at one row on that machine (±5 % noise), a drafter kept with α 0.3 per token and
+    drafting at 5 % of a step per token."""
+    rng, made, seconds = random.Random(seed), 0, 0.0
+    while made < tokens:
+        gamma = policy.next_gamma(1)
+        kept = next((k for k in range(gamma) if rng.random() > alpha), gamma)
+        verify = 0.04 * BUMP.get(gamma + 1, 1.09 + 0.03 * (gamma - 7)) * math.exp(rng.gauss(0, 0.05))
+        policy.update(StepResult(gamma, [kept], [gamma], verify, 0.002 * gamma, 1, asked=gamma))
+        made, seconds = made + kept + 1, seconds + verify + 0.002 * gamma
+    return seconds / made
+
+
+def test_a_costly_two_token_block_does_not_keep_the_policy_from_wider_ones(monkeypatch):
+    """After a plain step and a γ = 1 step at +20 %, a slope through those two prices a 4-token block at
+    1.4 steps and it is never tried (the policy sat at γ = 1, 11 % behind the best fixed γ = 3); priced
+    flat for one doubling it is tried, found at 1.07, and drafted. The control prices every call past
+    the widest measured by size once two sizes are known (as pessimistic as that slope here)."""
+    best = [min(bump_row(FixedGamma(g), seed) for g in range(1, 7)) for seed in range(3)]
+    adaptive = sum(bump_row(AdaptiveGamma(), s) / b for s, b in enumerate(best)) / 3
+    monkeypatch.setattr("specdec.decoders.costs._below_proportional", lambda points: len(points) < 2)
+    control = sum(bump_row(AdaptiveGamma(), s) / b for s, b in enumerate(best)) / 3
+    assert adaptive <= 1.04 < control

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import math
 
+# Cost elasticity (d log T / d log n between the two widest calls) from which wider calls cost their size.
+PROPORTIONAL = 0.75
+
 
 def size_bin(tokens: int) -> int:
     """Half-octave bins of a target call's size (tokens it computes, every row's block together)."""
@@ -21,9 +24,10 @@ class CallCosts:
     limit). Keeping one curve over n serves every batch size and γ at once. Decayed means per half-octave
     bin of n, linear between measured bins and never below the smallest call measured; outside them,
     optimistic — proportional to n below the smallest (cost per token never falls as calls shrink),
-    and above the largest the last slope (flat from a single bin) up to twice its size, proportional
-    to n beyond — so a size one doubling past what was measured looks worth a try, is tried once and
-    is then known, and exploration widens a block by doublings rather than jumping to the widest.
+    and above the largest flat up to twice its size, proportional to n beyond (proportional at once where
+    the widest calls already cost their size) — so a size one doubling past what was measured looks worth
+    a try, is tried once and is then known, and exploration widens a block by doublings rather than
+    jumping to the widest.
 
     Sizes not timed for a while are forgotten (their weight ages by ``age`` per call timed, and goes
     below ``forget``): a call's cost drifts as the rows' contexts grow (attention reads them all), and a
@@ -55,12 +59,8 @@ class CallCosts:
             return t * tokens / n
         if not above:
             n1, t1 = points[-1]
-            slope = 0.0
-            if len(points) > 1:
-                n0, t0 = points[-2]
-                slope = max(0.0, (t1 - t0) / (n1 - n0))
-            reach = min(tokens, 2 * n1)  # optimism reaches one doubling; past it, per-token cost holds
-            estimate = (t1 + slope * (reach - n1)) * tokens / reach
+            reach = 2 * n1 if _below_proportional(points) else n1
+            estimate = t1 * max(1.0, tokens / reach)
         else:
             (n0, t0), (n1, t1) = below[-1], above[0]
             estimate = t0 + (t1 - t0) * (tokens - n0) / (n1 - n0)
@@ -70,6 +70,19 @@ class CallCosts:
         # and a 5-token one 4-8 % (the kernels pick other shapes), and a rule that no wider call looks
         # cheaper than any narrower one priced every block at the 2-token cost.
         return max(estimate, points[0][1])
+
+
+def _below_proportional(points: list[tuple[float, float]]) -> bool:
+    """Whether the two widest calls measured cost less than proportionally to their size (so the next
+    doubling is priced flat: optimistic, tried once, then known). Where the arithmetic is the limit
+    (many rows: doubling the call nearly doubled its cost) wider calls are priced by size. A slope taken
+    from the two widest points instead would, on the reference CPU, carry the 2-token block's bump
+    (+20 % over a step, where a 4-token block costs +7 %) onward and price every wider block out of
+    reach, so it would never be measured."""
+    if len(points) < 2:
+        return True
+    (n0, t0), (n1, t1) = points[-2:]
+    return math.log(max(t1, 1e-12) / max(t0, 1e-12)) < PROPORTIONAL * math.log(n1 / n0)
 
 
 def batch_bucket(rows: int) -> int:

@@ -14,6 +14,7 @@ from specdec.decoders import PlainDecoding, SpeculativeSampling
 from specdec.decoders.stats import sync_device
 from specdec.drafters import ModelDrafter, PromptLookupDrafter
 from specdec.engine import Engine
+from specdec.engine.modeling import with_cache
 from specdec.pipeline import Pipeline
 
 
@@ -85,9 +86,8 @@ class Runner:
         if method.kind == "hf-static-compile":
             model = self._compiled = self._compiled or compiled_decoding(self.model)
             # One cache length for every prompt: its shape is what the compiled step specialises on.
-            kwargs["past_key_values"] = StaticCache(
-                config=self.model.config, max_cache_len=self.static_cache_len
-            )
+            cache = StaticCache(config=self.model.config, max_cache_len=self.static_cache_len)
+            kwargs.update(with_cache(self.model, cache))  # generate takes it by the forward's name
         if method.kind == "hf-assisted":
             drafter = self.drafters[method.drafter]
             if isinstance(drafter, PromptLookupDrafter):

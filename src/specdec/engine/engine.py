@@ -24,7 +24,13 @@ from specdec.engine.graphs import StepGraphs, masks_to
 from specdec.engine.kernels import pack_linear_layers, packing_supported
 from specdec.engine.layout import BlockLayout
 from specdec.engine.lean import lean_forward, lean_forward_matches
-from specdec.engine.modeling import attention_masks, check_rollback_support, context_size, given_layer_inputs
+from specdec.engine.modeling import (
+    attention_masks,
+    check_rollback_support,
+    context_size,
+    given_layer_inputs,
+    with_cache,
+)
 from specdec.engine.output import ExtendOutput
 from specdec.engine.static_steps import STATIC_WIDTHS, StaticSteps
 from specdec.errors import InvalidArgumentError
@@ -226,7 +232,7 @@ class Engine(BatchState, BlockLayout, StaticSteps):
             **inputs,
             position_ids=positions,
             attention_mask=masks,
-            past_key_values=self.cache,
+            **with_cache(self.model, self.cache),
             use_cache=True,
             output_hidden_states=bool(hidden_layers),
             **kwargs,

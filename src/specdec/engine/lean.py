@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from specdec.engine.cache import SlotCache
+from specdec.engine.modeling import with_cache
 from specdec.engine.output import ExtendOutput
 
 
@@ -62,7 +63,7 @@ def lean_forward(
             hidden,
             attention_mask=mask,
             position_ids=position_ids,
-            past_key_values=cache,
+            **with_cache(layer, cache),
             use_cache=True,
             position_embeddings=rotary,
         )
@@ -108,7 +109,7 @@ def _probe(model: nn.Module, masks_for, tokens: torch.Tensor, hidden: bool) -> b
                 input_ids=tokens[:, start:end],
                 position_ids=positions,
                 attention_mask=mask,
-                past_key_values=caches[0],
+                **with_cache(model, caches[0]),
                 use_cache=True,
                 output_hidden_states=hidden,
             )

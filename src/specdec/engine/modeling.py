@@ -6,6 +6,8 @@ them without an engine.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from contextlib import contextmanager
 
 import torch
@@ -45,6 +47,19 @@ def check_rollback_support(model: PreTrainedModel) -> None:
             f"attention implementation {impl!r} cannot take the custom masks speculative decoding needs; "
             f"load the model with attn_implementation='sdpa' (or 'eager')."
         )
+
+
+def with_cache(module: nn.Module, cache: object) -> dict[str, object]:
+    """``{name: cache}`` under the name ``module``'s forward takes its KV cache by: ``cache`` from
+    transformers 5.24, ``past_key_values`` before it (5.24 still takes the old name, with a FutureWarning
+    on every model call site, until 5.40)."""
+    return {_cache_parameter(type(module)): cache}
+
+
+@functools.cache
+def _cache_parameter(module_type: type) -> str:
+    parameters = inspect.signature(module_type.forward).parameters
+    return "cache" if "cache" in parameters else "past_key_values"
 
 
 def context_size(model: PreTrainedModel) -> int | None:

@@ -13,7 +13,7 @@ from torch import nn
 
 from specdec.engine.graphs import StepGraphs
 from specdec.engine.lean import lean_forward
-from specdec.engine.modeling import attention_masks
+from specdec.engine.modeling import attention_masks, with_cache
 from specdec.errors import InvalidArgumentError
 
 STATIC_WIDTHS = 16  # widest block a compiled engine runs as a static-shape step (verify blocks, trees)
@@ -84,7 +84,7 @@ class StaticSteps:
                 input_ids=tokens,
                 position_ids=positions,
                 attention_mask=masks,
-                past_key_values=self.cache,
+                **with_cache(self.model, self.cache),
                 use_cache=True,
             ).logits
         finally:

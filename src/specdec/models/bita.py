@@ -24,6 +24,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import DynamicCache, PreTrainedModel
 
+from specdec.engine.modeling import with_cache
 from specdec.errors import InvalidArgumentError, ModelNotFoundError, VocabularyMismatchError
 from specdec.models.vocabulary import output_vocab_size
 
@@ -116,7 +117,7 @@ class BiTAAdapter(nn.Module):
             return [(layer[0][None], layer[1][None]) for layer in states]
         cache = DynamicCache()
         embeds = self.dropout(self.prompts)[None].to(model.dtype)
-        model.base_model(inputs_embeds=embeds, past_key_values=cache, use_cache=True)
+        model.base_model(inputs_embeds=embeds, use_cache=True, **with_cache(model.base_model, cache))
         return [(layer.keys, layer.values) for layer in cache.layers]
 
     def mask_embeddings(self, groups: int, dtype: torch.dtype) -> torch.Tensor:

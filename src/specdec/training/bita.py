@@ -29,7 +29,7 @@ from accelerate import Accelerator
 from tqdm.auto import tqdm
 from transformers import DynamicCache, PreTrainedModel
 
-from specdec.engine.modeling import attention_masks
+from specdec.engine.modeling import attention_masks, with_cache
 from specdec.errors import InvalidArgumentError
 from specdec.inputs import check_count
 from specdec.models.bita import BiTAAdapter
@@ -162,7 +162,7 @@ def sar_logits(model: PreTrainedModel, adapter: BiTAAdapter, batch: dict) -> tor
         inputs_embeds=inputs,
         position_ids=positions,
         attention_mask=attention_masks(model.config, dtype, mask[:, None], positions, key_pos),
-        past_key_values=past,
+        **with_cache(model.base_model, past),
         use_cache=past is not None,
     ).last_hidden_state[:, n:]
     return model.get_output_embeddings()(hidden).view(size, groups, masks, -1)

@@ -1,6 +1,8 @@
 #!/bin/bash
 # Session 2026-11-25 (eighteenth), issues 21 and 20: after the γ policy's call-cost curve stopped pricing
-# every wider block at the 2-token cost and drafting costs became a curve over rows (1c7741e):
+# every wider block at the 2-token cost and drafting costs became a curve over rows (1c7741e), and the curve is
+# flat for one doubling past the widest call measured (5e286df; a first start at 9d3c353 was stopped after
+# round 0 at c = 1 showed the adaptive policy hardly drafting):
 #  1. continuous batching at c = 1 and 16, three rotated rounds, the adaptive policy beside vLLM's fixed
 #     cut-off (γ 4, off from 4 rows) and plain twice: the comparison of CONTINUOUS_BATCHING_ROUNDS_2026-11-25.md;
 #  2. the results page (benchmarks/results_page.sh) on main's code (the last one ran at c7ea8f4, with the

@@ -50,11 +50,17 @@ def test_call_costs_price_wider_calls_by_size_where_the_widest_already_cost_thei
 
 def test_call_costs_try_past_a_bump_flat():
     """One row on the reference CPU: a 2-token block costs 20 % over a step. The next doubling is priced
-    flat, not by that slope (which would price a 4-token block at 1.4 steps, where it costs 1.07)."""
+    flat, not by that slope (which would price a 4-token block at 1.6 steps, where it costs 1.07)."""
     costs = CallCosts(decay=0.9)
     costs.add(1, 0.100)
     costs.add(2, 0.120)
     assert costs(4) == pytest.approx(0.120)
+
+
+def test_call_costs_can_stay_flat_above_the_widest_call():
+    costs = CallCosts(decay=0.9, flat_above=True)
+    costs.add(1, 0.002)
+    assert costs(16) == pytest.approx(0.002) and costs(1000) == pytest.approx(0.002)
 
 
 def test_call_costs_forget_sizes_not_timed_for_a_while():

@@ -1,6 +1,6 @@
-"""What a target call costs, learnt from the calls timed: the curve that
-:class:`~specdec.decoders.gamma.AdaptiveGamma` prices verify blocks with, and the batch-size buckets it
-keeps drafting costs in."""
+"""What a model call costs, learnt from the calls timed: the curves that
+:class:`~specdec.decoders.gamma.AdaptiveGamma` prices verify blocks and drafting with, and the batch-size
+buckets it keeps the share of steps that drafted in."""
 
 from __future__ import annotations
 
@@ -34,8 +34,11 @@ class CallCosts:
     wide block timed at the start, over short prompts, would otherwise keep looking cheap for good.
     """
 
-    def __init__(self, decay: float, age: float = 0.98, forget: float = 0.1):
+    def __init__(self, decay: float, age: float = 0.98, forget: float = 0.1, flat_above: bool = False):
         self.decay, self.age, self.forget = decay, age, forget
+        # flat past the widest call measured, however far: for a curve only the steps that draft feed
+        # (drafting at many rows is never tried if priced by size from one row, and so never measured)
+        self.flat_above = flat_above
         self._bins: dict[int, list[float]] = {}  # bin -> decayed [Σw, Σn, Σt]
 
     def add(self, tokens: int, seconds: float) -> None:
@@ -59,13 +62,16 @@ class CallCosts:
             return t * tokens / n
         if not above:
             n1, t1 = points[-1]
+            if self.flat_above:
+                return t1
             reach = 2 * n1 if _below_proportional(points) else n1
             estimate = t1 * max(1.0, tokens / reach)
         else:
             (n0, t0), (n1, t1) = below[-1], above[0]
             estimate = t0 + (t1 - t0) * (tokens - n0) / (n1 - n0)
         # Never cheaper than the smallest call measured: a call over more tokens does at least the work
-        # of a narrower one's weight reads, so no noise may price a block under a plain step. Between
+        # of a narrower one's weight reads, so no noise may price a block under a one-row plain step
+        # (at more rows, AdaptiveGamma.rate keeps a block at least at that many rows' plain step). Between
         # wider sizes the curve may dip: on the reference CPU a 2-token block costs 17-21 % over a step
         # and a 5-token one 4-8 % (the kernels pick other shapes), and a rule that no wider call looks
         # cheaper than any narrower one priced every block at the 2-token cost.

@@ -148,9 +148,10 @@ class AdaptiveGamma(GammaPolicy):
         self.asked, self.proposed = 1.0, 1.0  # prior: the drafter proposes what it is asked for
         self.call_time = CallCosts(decay)
         # seconds per drafted position over the rows drafted for: a drafter call computes one token per
-        # row, so its cost is a curve over rows as a target call's is over tokens (optimistic below the
-        # batch sizes measured: after a wide batch, drafting for one row is tried again and measured)
-        self.draft_cost = CallCosts(decay)
+        # row, so its cost is a curve over rows as a target call's is over tokens, optimistic outside the
+        # batch sizes measured (proportional below, flat above) so that after a narrow or a wide batch,
+        # drafting at the other size is tried again and measured
+        self.draft_cost = CallCosts(decay, flat_above=True)
         self._drafted: dict[int, list[float]] = {}  # batch bucket -> decayed [Σ steps asked, Σ drafted]
         self.gamma = 0
 
@@ -208,6 +209,7 @@ class AdaptiveGamma(GammaPolicy):
         verify, plain = self.call_time(rows * (gamma + 1)), self.call_time(rows)
         if verify is None:
             return None
+        verify = max(verify, plain)  # noise must not price a block under a plain step of its rows
         # A step where no row proposes anything (a prompt lookup without a match) is a plain call.
         drafted = self.drafting_share(rows) if gamma else 0.0
         verify = drafted * verify + (1.0 - drafted) * plain

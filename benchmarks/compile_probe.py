@@ -35,6 +35,7 @@ from specdec.benchmarks.report import machine_info
 from specdec.drafters import make_drafter
 from specdec.engine import Engine, pack_linear_layers
 from specdec.engine.cache import SlotCache
+from specdec.engine.modeling import with_cache
 from specdec.models import load_model
 from specdec.models.draft_vocab import trim_output_head
 
@@ -74,7 +75,7 @@ def probe(spec: str, target, widths: list[int], steps: int) -> dict:
     def step(ids, positions, mask):
         kwargs = {"logits_to_keep": 1} if ids.shape[1] == 1 else {}
         inputs = {"input_ids": ids, "position_ids": positions, "attention_mask": mask}
-        return model(**inputs, past_key_values=cache, **kwargs).logits
+        return model(**inputs, **with_cache(model, cache), **kwargs).logits
 
     cache.slots = torch.arange(CONTEXT)
     prefill_mask = torch.zeros(1, 1, CONTEXT, CAPACITY, dtype=torch.bool)
@@ -103,7 +104,7 @@ def probe(spec: str, target, widths: list[int], steps: int) -> dict:
                     hidden,
                     attention_mask=mask,
                     position_ids=positions,
-                    past_key_values=cache,
+                    **with_cache(layer, cache),
                     position_embeddings=rotary,
                 )
             return model.lm_head(inner.norm(hidden[:, -1:]))

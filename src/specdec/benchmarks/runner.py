@@ -87,7 +87,7 @@ class Runner:
             model = self._compiled = self._compiled or compiled_decoding(self.model)
             # One cache length for every prompt: its shape is what the compiled step specialises on.
             cache = StaticCache(config=self.model.config, max_cache_len=self.static_cache_len)
-            kwargs.update(with_cache(self.model, cache))  # generate takes it by the forward's name
+            kwargs.update(with_cache(self.model, cache))  # generate renamed it in the same release
         if method.kind == "hf-assisted":
             drafter = self.drafters[method.drafter]
             if isinstance(drafter, PromptLookupDrafter):

@@ -232,7 +232,7 @@ class Engine(BatchState, BlockLayout, StaticSteps):
             **inputs,
             position_ids=positions,
             attention_mask=masks,
-            **with_cache(self.model, self.cache),
+            **with_cache(runner, self.cache),
             use_cache=True,
             output_hidden_states=bool(hidden_layers),
             **kwargs,

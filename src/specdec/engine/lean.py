@@ -56,6 +56,7 @@ def lean_forward(
     last = config.num_hidden_layers
     wanted = {h % (last + 1) for h in hidden_layers}  # negative indices count from the end, as in a tuple
     states = {0: hidden} if 0 in wanted else {}
+    given_cache = with_cache(inner.layers[0], cache)  # one name for every layer: looked up once per call
     # zip, not ``layers[:n]``: slicing a ModuleList builds a new one on every step.
     for index, layer in zip(range(last), inner.layers, strict=False):
         mask = attention_mask[layer_types[index]] if isinstance(attention_mask, dict) else attention_mask
@@ -63,7 +64,7 @@ def lean_forward(
             hidden,
             attention_mask=mask,
             position_ids=position_ids,
-            **with_cache(layer, cache),
+            **given_cache,
             use_cache=True,
             position_embeddings=rotary,
         )

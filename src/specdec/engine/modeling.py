@@ -52,8 +52,8 @@ def check_rollback_support(model: PreTrainedModel) -> None:
 def with_cache(module: nn.Module, cache: object) -> dict[str, object]:
     """``{name: cache}`` under the name ``module``'s forward takes its KV cache by: ``cache`` from
     transformers 5.24, ``past_key_values`` before it (5.24 still takes the old name, with a FutureWarning
-    on every model call site, until 5.40)."""
-    return {_cache_parameter(type(module)): cache}
+    on every model call site, until 5.40). A ``torch.compile``'d module is asked about the module it wraps."""
+    return {_cache_parameter(type(getattr(module, "_orig_mod", module))): cache}
 
 
 @functools.cache

@@ -21,6 +21,7 @@ from specdec.training import (
     split_stream,
     tokenize_stream,
     train_draft,
+    trainer,
 )
 from specdec.training import answers as answers_module
 from specdec.training.answers import self_written_prompts, user_turn_prefix
@@ -232,6 +233,25 @@ def test_early_exit_training_lowers_both_losses_and_aligns_the_exit(tmp_path, to
     assert log[-1]["ce"] == pytest.approx((log[-1]["exit_ce"] + log[-1]["final_ce"]) / 2, rel=1e-5)
     with pytest.raises(InvalidArgumentError):
         TrainConfig(output_dir=str(tmp_path), early_exit_layer=-1)
+
+
+def test_an_early_exit_is_what_gets_distilled(tok, target):
+    """With an early exit and λ > 0, KD pulls the exit's logits towards the target (the exit is the
+    drafter BiLD runs); the loss mixes the averaged CE with it."""
+    model = make_llama(len(tok), seed=3, layers=3, hidden=32).eval()
+    exit_model = truncated_copy(model, 1)
+    tokens = torch.randint(3, len(tok), (2, 17), generator=torch.Generator().manual_seed(0))
+    config = TrainConfig(output_dir="unused", distill_weight=0.5, temperature=2.0)
+    batch = trainer._Batch(tokens, None, None, 0.5, "text")
+    terms = trainer._losses(model, exit_model, target, batch, config)
+    with torch.no_grad():
+        teacher = target(tokens).logits[:, :-1]
+        exit_kd = distillation(exit_model(tokens).logits[:, :-1], teacher, 2.0, "kl")
+        final_kd = distillation(model(tokens).logits[:, :-1], teacher, 2.0, "kl")
+    assert terms["kd"].item() == pytest.approx(exit_kd.item(), rel=1e-5)
+    assert terms["kd"].item() != pytest.approx(final_kd.item(), rel=1e-3)
+    assert terms["ce"].item() == pytest.approx((terms["exit_ce"] + terms["final_ce"]).item() / 2, rel=1e-6)
+    assert terms["loss"].item() == pytest.approx((0.5 * terms["ce"] + 0.5 * terms["kd"]).item(), rel=1e-6)
 
 
 def test_evaluate_runs_without_dropout_and_restores_modes(tok):

@@ -34,14 +34,14 @@ from specdec.errors import InvalidArgumentError
 from specdec.inputs import check_count
 from specdec.models.bita import BiTAAdapter
 from specdec.training.answers import TargetAnswer
-from specdec.training.distributed import batch_mean, batch_share, rank_rows, sync_gradients, sync_weights
-from specdec.training.primary_cache import sequence_of
-from specdec.training.trainer import (
+from specdec.training.checkpoints import (
     checkpoints_in,
     load_trainer_state,
     save_trainer_state,
     warmup_cosine,
 )
+from specdec.training.distributed import batch_mean, batch_share, rank_rows, sync_gradients, sync_weights
+from specdec.training.primary_cache import sequence_of
 
 EFFICIENT = (5, 4, 3, 2)  # candidates per depth of the efficient tree the selection scores
 IGNORE = -100

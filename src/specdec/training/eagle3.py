@@ -31,6 +31,7 @@ from specdec.errors import InvalidArgumentError
 from specdec.inputs import check_count
 from specdec.models.eagle3 import Eagle3Head
 from specdec.models.eagle3_layout import load_head, save_head
+from specdec.training.checkpoints import checkpoints_in, load_trainer_state, save_trainer_state, warmup_cosine
 from specdec.training.distributed import (
     batch_count,
     batch_mean,
@@ -40,7 +41,6 @@ from specdec.training.distributed import (
     sync_weights,
 )
 from specdec.training.primary_cache import PrimaryCache, split
-from specdec.training.trainer import checkpoints_in, load_trainer_state, save_trainer_state, warmup_cosine
 
 LOSS_DECAY = 0.8  # EAGLE-3's weight of the j-th unrolled pass: 0.8^j
 

@@ -32,9 +32,7 @@ from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokeni
 from specdec.errors import InvalidArgumentError
 from specdec.inputs import check_count
 from specdec.models.tandem import TandemModel, fixed_blocks, logits_at
-from specdec.training.distributed import batch_count, batch_mean, global_denominator, rank_picks
-from specdec.training.primary_cache import PrimaryCache, split
-from specdec.training.trainer import (
+from specdec.training.checkpoints import (
     TRAINER_STATE_FILE,
     checkpoints_in,
     freeze_vocabulary,
@@ -42,6 +40,8 @@ from specdec.training.trainer import (
     save_trainer_state,
     warmup_cosine,
 )
+from specdec.training.distributed import batch_count, batch_mean, global_denominator, rank_picks
+from specdec.training.primary_cache import PrimaryCache, split
 
 ARCHITECTURES = ("tandem", "draft")
 PRESETS = ("ce", "distil")

@@ -11,9 +11,9 @@ it data-parallel at the same global batch, following one process's trajectory (s
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -25,11 +25,10 @@ from specdec.errors import InvalidArgumentError
 from specdec.models.surgery import truncated_copy
 from specdec.models.vocabulary import check_same_vocabulary
 from specdec.training.answers import TargetAnswer
+from specdec.training.checkpoints import TRAINER_STATE_FILE, checkpoints_in, freeze_vocabulary, warmup_cosine
 from specdec.training.data import fixed_windows, sample_windows
 from specdec.training.distributed import batch_mean, batch_share, rank_rows, sync_gradients, sync_weights
 from specdec.training.losses import check_distill_params, cross_entropy, distillation, mixed_loss
-
-TRAINER_STATE_FILE = "trainer_state.pt"  # the Tandem and BiTA trainers' resume state per checkpoint
 
 PRESETS = {
     # Tandem-Distil: first half plain CE, second half CE and KD mixed with λ = 0.5.
@@ -83,53 +82,6 @@ class TrainConfig:
         return PRESETS[self.preset][-1][1]
 
 
-def checkpoints_in(output: Path) -> list[Path]:
-    """A run's ``checkpoint-K`` folders, oldest first."""
-    return sorted(output.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
-
-
-def save_trainer_state(
-    folder: Path, step: int, best: dict | None, tokens_seen: int, optimizer, scheduler
-) -> None:
-    """What ``resume`` needs beside the weights: step, best so far, tokens seen, optimizer and schedule."""
-    state = {
-        "step": step,
-        "best": best,
-        "tokens_seen": tokens_seen,
-        "optimizer": optimizer.state_dict(),
-        "scheduler": scheduler.state_dict(),
-    }
-    torch.save(state, folder / TRAINER_STATE_FILE)
-
-
-def load_trainer_state(checkpoint: Path, optimizer, scheduler) -> tuple[int, dict | None, int]:
-    """Restore optimizer and schedule from ``checkpoint``; returns (step, best, tokens seen)."""
-    state = torch.load(checkpoint / TRAINER_STATE_FILE, weights_only=False)
-    optimizer.load_state_dict(state["optimizer"])
-    scheduler.load_state_dict(state["scheduler"])
-    return state["step"], state["best"], state["tokens_seen"]
-
-
-def freeze_vocabulary(model: PreTrainedModel) -> None:
-    """Keep the input embeddings and the output head as they are (the target's shared vocabulary)."""
-    model.get_input_embeddings().weight.requires_grad_(False)
-    head = model.get_output_embeddings()
-    if head is not None:
-        head.weight.requires_grad_(False)
-
-
-def warmup_cosine(warmup_steps: int, steps: int):
-    """LR multiplier per step: linear warm-up, then cosine decay to 10 %."""
-
-    def schedule(step: int) -> float:
-        if step < warmup_steps:
-            return (step + 1) / warmup_steps
-        progress = (step - warmup_steps) / max(1, steps - warmup_steps)
-        return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
-
-    return schedule
-
-
 def _alignment_batch(examples: list[TargetAnswer], config: TrainConfig, step: int, pad_id: int):
     """Prompt + answer sequences, right-padded; the loss mask covers answer tokens only."""
     generator = torch.Generator().manual_seed(config.seed * 7_919 + step)
@@ -176,6 +128,103 @@ def evaluate(draft: PreTrainedModel, target: PreTrainedModel, windows: torch.Ten
     return {"heldout_ce": ce_sum / count, "top1_agreement": agree / count, "alpha": alpha / count}
 
 
+@dataclass
+class _Batch:
+    """One step's training batch: token windows (or prompt + answer rows, with their attention and the
+    answer tokens' loss mask), the distillation weight λ, and where it came from."""
+
+    tokens: torch.Tensor
+    attention: torch.Tensor | None
+    mask: torch.Tensor | None
+    weight: float
+    source: str
+
+
+def _batch_at(step: int, config: TrainConfig, train_stream, alignment, rows, device, pad_id: int) -> _Batch:
+    """Step ``step``'s batch (a function of seed and step only, so a resumed run draws the same), this
+    process's ``rows`` of it: alignment data every ``align_every``-th step (or always without text)."""
+    if alignment and (train_stream is None or step % config.align_every == config.align_every - 1):
+        tokens, attention, mask = _alignment_batch(alignment, config, step + config.seed, pad_id)
+        # labels are the target's own argmax: CE is already top-1 distillation, so λ is 0
+        return _Batch(
+            tokens[rows].to(device), attention[rows].to(device), mask[rows].to(device), 0.0, "alignment"
+        )
+    tokens = sample_windows(train_stream, config.batch_size, config.seq_len + 1, config.seed, step)
+    return _Batch(tokens[rows].to(device), None, None, config.weight_at(step), "text")
+
+
+def _losses(draft, exit_model, target, batch: _Batch, config: TrainConfig) -> dict:
+    """The step's loss terms (tensors, means over this process's rows): ``loss`` to minimise,
+    ``ce``, ``kd`` where λ > 0, and with an early exit its own and the final layer's CE."""
+    labels = batch.tokens[:, 1:]
+    logits = draft(batch.tokens, attention_mask=batch.attention).logits[:, :-1]
+    terms = {"ce": cross_entropy(logits, labels, batch.mask)}
+    if exit_model is not None:  # the early exit's CE and the final layer's, averaged (BiLD §4.4)
+        logits = exit_model(batch.tokens, attention_mask=batch.attention).logits[:, :-1]
+        terms["final_ce"], terms["exit_ce"] = terms["ce"], cross_entropy(logits, labels, batch.mask)
+        terms["ce"] = 0.5 * (terms["final_ce"] + terms["exit_ce"])
+    kd = None
+    if batch.weight > 0:  # distils the draft, or the early exit, from the frozen target
+        with torch.no_grad():
+            teacher = target(batch.tokens, attention_mask=batch.attention).logits[:, :-1]
+        kd = terms["kd"] = distillation(logits, teacher, config.temperature, config.distill, batch.mask)
+    terms["loss"] = mixed_loss(terms["ce"], kd, batch.weight)
+    return terms
+
+
+def _heldout(draft, exit_model, target, windows: torch.Tensor) -> dict:
+    """Held-out scores: the draft against the target; an early exit against the model it drafts for,
+    and that model's final layer against the original (``final_`` keys)."""
+    if exit_model is None:
+        return evaluate(draft, target, windows)
+    original = evaluate(draft, target, windows)
+    return evaluate(exit_model, draft, windows) | {f"final_{k}": v for k, v in original.items()}
+
+
+def _resume(draft: PreTrainedModel, config: TrainConfig, output: Path, accelerator):
+    """The draft (its last checkpoint's weights when resuming) on the device, its optimiser and schedule
+    (their state restored), and the step to start from."""
+    checkpoints = checkpoints_in(output) if config.resume else []
+    if checkpoints:
+        draft = AutoModelForCausalLM.from_pretrained(checkpoints[-1], dtype=torch.float32)
+    # Not DDP-wrapped: an early exit runs the same weights through a second module (see distributed.py)
+    draft = draft.to(accelerator.device)
+    sync_weights(draft, accelerator)
+    if config.freeze_embeddings:
+        freeze_vocabulary(draft)
+    params = [p for p in draft.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(config.warmup_steps, config.steps))
+    start_step = 0
+    if checkpoints:
+        state = torch.load(checkpoints[-1] / TRAINER_STATE_FILE, weights_only=False)
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        start_step = state["step"]
+    return draft, params, optimizer, scheduler, start_step
+
+
+def _optimise(loss: torch.Tensor, params, optimizer, scheduler, grad_clip: float, accelerator) -> None:
+    """Backward (``loss`` already weighted by this process's share), gradients summed over processes,
+    clipped, one optimiser and schedule step."""
+    loss.backward()
+    sync_gradients(params, accelerator)
+    if grad_clip:
+        torch.nn.utils.clip_grad_norm_(params, grad_clip)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad()
+
+
+def _save(folder: Path, step: int, draft, tokenizer, optimizer, scheduler, accelerator) -> None:
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        draft.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        state = {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
+        torch.save(state, folder / TRAINER_STATE_FILE)
+
+
 def train_draft(
     draft: PreTrainedModel,
     target: PreTrainedModel,
@@ -195,127 +244,53 @@ def train_draft(
     output = Path(config.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
-    rows = rank_rows(config.batch_size, accelerator)
-
-    start_step = 0
-    checkpoints = checkpoints_in(output) if config.resume else []
-    if checkpoints:
-        draft = AutoModelForCausalLM.from_pretrained(checkpoints[-1], dtype=torch.float32)
-    # Not DDP-wrapped: an early exit runs the same weights through a second module (see distributed.py)
-    draft = draft.to(accelerator.device)
-    sync_weights(draft, accelerator)
-    if config.freeze_embeddings:
-        freeze_vocabulary(draft)
-    params = [p for p in draft.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(config.warmup_steps, config.steps))
-    if checkpoints:
-        state = torch.load(checkpoints[-1] / "trainer_state.pt", weights_only=False)
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        start_step = state["step"]
+    draft, params, optimizer, scheduler, start_step = _resume(draft, config, output, accelerator)
     draft.train()
     # The early exit shares every parameter with the model, so its loss trains the same weights;
     # copied from the model in train mode, its dropout layers are on like the model's.
     exit_model = truncated_copy(draft, config.early_exit_layer) if config.early_exit_layer else None
     target = target.to(accelerator.device).eval().requires_grad_(False)
-    eval_windows = (
-        fixed_windows(heldout_stream, config.eval_windows, config.seq_len + 1)
-        if heldout_stream is not None
-        else None
-    )
-    log_path = output / "log.jsonl"
+    windows = None
+    if heldout_stream is not None:
+        windows = fixed_windows(heldout_stream, config.eval_windows, config.seq_len + 1)
     if accelerator.is_main_process:
         (output / "train_config.json").write_text(json.dumps(asdict(config), indent=1))
-
-    def log(record: dict) -> None:
-        if accelerator.is_main_process:
-            with log_path.open("a") as f:
-                f.write(json.dumps(record) + "\n")
-
-    def save(folder: Path, step: int) -> None:
-        accelerator.wait_for_everyone()
-        if accelerator.is_main_process:
-            draft.save_pretrained(folder)
-            tokenizer.save_pretrained(folder)
-            state = {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
-            torch.save(state, folder / "trainer_state.pt")
-
-    started = time.perf_counter()
+    save = partial(
+        _save,
+        draft=draft,
+        tokenizer=tokenizer,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        accelerator=accelerator,
+    )
+    started, rows = time.perf_counter(), rank_rows(config.batch_size, accelerator)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    desc = "train early exit" if exit_model is not None else "train draft"
     bar = tqdm(
         range(start_step, config.steps),
         initial=start_step,
         total=config.steps,
-        desc="train early exit" if exit_model is not None else "train draft",
+        desc=desc,
         disable=not accelerator.is_main_process,
     )
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     for step in bar:
-        use_alignment = bool(alignment) and (
-            train_stream is None or step % config.align_every == config.align_every - 1
+        batch = _batch_at(step, config, train_stream, alignment, rows, accelerator.device, pad_id)
+        share = batch_share(
+            batch.tokens[:, 1:].numel() if batch.mask is None else int(batch.mask.sum()), accelerator
         )
-        if use_alignment:  # the whole batch by (seed, step), this process's rows of it
-            tokens, attention, mask = _alignment_batch(alignment, config, step + config.seed, pad_id)
-            tokens, attention, mask = tokens[rows].to(accelerator.device), attention[rows], mask[rows]
-            attention, mask = attention.to(accelerator.device), mask.to(accelerator.device)
-            weight = 0.0  # labels are the target's own argmax: CE is already top-1 distillation
-        else:
-            tokens = sample_windows(train_stream, config.batch_size, config.seq_len + 1, config.seed, step)
-            tokens, attention, mask, weight = (
-                tokens[rows].to(accelerator.device),
-                None,
-                None,
-                config.weight_at(step),
-            )
-        share = batch_share(tokens[:, 1:].numel() if mask is None else int(mask.sum()), accelerator)
-        logits = draft(tokens, attention_mask=attention).logits[:, :-1]
-        ce = cross_entropy(logits, tokens[:, 1:], mask)
-        extra = {}
-        if exit_model is not None:
-            logits = exit_model(tokens, attention_mask=attention).logits[:, :-1]
-            exit_ce = cross_entropy(logits, tokens[:, 1:], mask)
-            extra = {
-                "final_ce": batch_mean(ce * share, accelerator).item(),
-                "exit_ce": batch_mean(exit_ce * share, accelerator).item(),
-            }
-            ce = 0.5 * (ce + exit_ce)
-        kd = None
-        if weight > 0:  # distils the draft, or the early exit, from the frozen target
-            with torch.no_grad():
-                teacher = target(tokens, attention_mask=attention).logits[:, :-1]
-            kd = distillation(logits, teacher, config.temperature, config.distill, mask)
-        loss = mixed_loss(ce, kd, weight)
-        (loss * share).backward()
-        sync_gradients(params, accelerator)
-        if config.grad_clip:
-            torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad()
-        record = {
-            "step": step + 1,
-            "processes": accelerator.num_processes,
-            "loss": batch_mean(loss * share, accelerator).item(),
-            "ce": batch_mean(ce * share, accelerator).item(),
-            "lambda": weight,
-            "source": "alignment" if use_alignment else "text",
-            "lr": scheduler.get_last_lr()[0],
-            "elapsed_s": round(time.perf_counter() - started, 1),
-            **extra,
-        }
-        if kd is not None:
-            record["kd"] = batch_mean(kd * share, accelerator).item()
-        if eval_windows is not None and ((step + 1) % config.eval_every == 0 or step + 1 == config.steps):
-            if exit_model is None:
-                record.update(evaluate(draft, target, eval_windows))
-            else:  # the exit against the model it drafts for; the final layer against the original
-                record.update(evaluate(exit_model, draft, eval_windows))
-                original = evaluate(draft, target, eval_windows)
-                record.update({f"final_{k}": v for k, v in original.items()})
+        terms = _losses(draft, exit_model, target, batch, config)
+        _optimise(terms["loss"] * share, params, optimizer, scheduler, config.grad_clip, accelerator)
+        record = {"step": step + 1, "processes": accelerator.num_processes}
+        record |= {name: batch_mean(value * share, accelerator).item() for name, value in terms.items()}
+        record |= {"lambda": batch.weight, "source": batch.source, "lr": scheduler.get_last_lr()[0]}
+        record["elapsed_s"] = round(time.perf_counter() - started, 1)
+        if windows is not None and ((step + 1) % config.eval_every == 0 or step + 1 == config.steps):
+            record.update(_heldout(draft, exit_model, target, windows))
             bar.set_postfix(ce=f"{record['heldout_ce']:.3f}", agree=f"{record['top1_agreement']:.3f}")
-        log(record)
+        if accelerator.is_main_process:
+            with (output / "log.jsonl").open("a") as f:
+                f.write(json.dumps(record) + "\n")
         if (step + 1) % config.save_every == 0 and step + 1 < config.steps:
             save(output / f"checkpoint-{step + 1}", step + 1)
-    final = output / "final"
-    save(final, config.steps)
-    return final
+    save(output / "final", config.steps)
+    return output / "final"

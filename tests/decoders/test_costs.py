@@ -5,28 +5,8 @@ import pytest
 from specdec.decoders.costs import CallCosts
 
 
-def warmed(*sizes: int, **options) -> CallCosts:
-    """A curve that has seen (and so dropped) its first call at each of ``sizes``."""
-    costs = CallCosts(**options)
-    for tokens in sizes:
-        costs.add(tokens, 99.0)
-    return costs
-
-
-def test_the_first_call_of_a_size_is_not_kept():
-    """A size's first call carries one-time costs (kernels set up for a new shape): dropped, so the size
-    stays unmeasured (optimistic) and is tried again; the next call counts."""
-    costs = CallCosts(decay=0.9)
-    costs.add(8, 0.5)  # cold
-    assert costs(8) is None
-    costs.add(8, 0.04)  # the second: counted
-    assert costs(8) == pytest.approx(0.04)
-    costs.add(32, 0.5)  # a new bin's first call: dropped, so 32 is priced from 8, not at 0.5
-    assert costs(16) == pytest.approx(0.04)
-
-
 def test_call_costs_interpolate_between_sizes_and_are_optimistic_outside_them():
-    costs = warmed(8, 32, decay=0.5)
+    costs = CallCosts(decay=0.5)
     assert costs(8) is None  # nothing timed yet
     costs.add(8, 0.040)
     assert costs(16) == pytest.approx(0.040)  # one size: flat up to twice it (optimistic: it is tried)
@@ -41,7 +21,7 @@ def test_call_costs_interpolate_between_sizes_and_are_optimistic_outside_them():
 
 
 def test_call_costs_never_price_a_call_under_the_smallest_one_measured():
-    costs = warmed(28, 80, decay=0.9)
+    costs = CallCosts(decay=0.9)
     costs.add(28, 0.47)  # a slow measurement
     costs.add(80, 0.29)  # a lucky one, wider
     assert costs(50) == pytest.approx(0.47) and costs(150) == pytest.approx(0.47)  # not 0.29
@@ -52,7 +32,7 @@ def test_call_costs_follow_a_dip_between_wider_sizes():
     """On the reference CPU a 2-token block costs ~20 % over a one-token step and a 5-token one ~6 %: the
     curve follows that (a rule that no wider call looks cheaper than a narrower one priced every block at
     the 2-token cost), and never goes under the one-token step."""
-    costs = warmed(1, 2, 5, 8, decay=0.9)
+    costs = CallCosts(decay=0.9)
     for tokens, seconds in ((1, 0.100), (2, 0.120), (5, 0.106), (8, 0.095)):
         costs.add(tokens, seconds)
     assert costs(5) == pytest.approx(0.106, rel=1e-6)
@@ -62,7 +42,7 @@ def test_call_costs_follow_a_dip_between_wider_sizes():
 
 def test_call_costs_price_wider_calls_by_size_where_the_widest_already_cost_theirs():
     """Many rows: a call twice as wide cost twice as much, so the next doubling is not tried as if free."""
-    costs = warmed(16, 32, decay=0.9)
+    costs = CallCosts(decay=0.9)
     costs.add(16, 0.1)
     costs.add(32, 0.2)
     assert costs(64) == pytest.approx(0.4)
@@ -71,20 +51,20 @@ def test_call_costs_price_wider_calls_by_size_where_the_widest_already_cost_thei
 def test_call_costs_try_past_a_bump_flat():
     """One row on the reference CPU: a 2-token block costs 20 % over a step. The next doubling is priced
     flat, not by that slope (which would price a 4-token block at 1.6 steps, where it costs 1.07)."""
-    costs = warmed(1, 2, decay=0.9)
+    costs = CallCosts(decay=0.9)
     costs.add(1, 0.100)
     costs.add(2, 0.120)
     assert costs(4) == pytest.approx(0.120)
 
 
 def test_call_costs_can_stay_flat_above_the_widest_call():
-    costs = warmed(1, decay=0.9, flat_above=True)
+    costs = CallCosts(decay=0.9, flat_above=True)
     costs.add(1, 0.002)
     assert costs(16) == pytest.approx(0.002) and costs(1000) == pytest.approx(0.002)
 
 
 def test_call_costs_forget_sizes_not_timed_for_a_while():
-    costs = warmed(80, 16, decay=0.9, age=0.5, forget=0.1)
+    costs = CallCosts(decay=0.9, age=0.5, forget=0.1)
     costs.add(80, 0.3)  # a wide block, timed once
     for _ in range(3):
         costs.add(16, 0.1)
@@ -96,7 +76,7 @@ def test_call_costs_forget_sizes_not_timed_for_a_while():
 
 
 def test_call_costs_bin_nearby_sizes_together():
-    costs = warmed(30, decay=0.9)
+    costs = CallCosts(decay=0.9)
     costs.add(30, 0.3)
     costs.add(34, 0.34)  # the same half-octave: one point at the mean size
     assert costs(32) == pytest.approx(0.32)

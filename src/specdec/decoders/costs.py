@@ -32,11 +32,6 @@ class CallCosts:
     Sizes not timed for a while are forgotten (their weight ages by ``age`` per call timed, and goes
     below ``forget``): a call's cost drifts as the rows' contexts grow (attention reads them all), and a
     wide block timed at the start, over short prompts, would otherwise keep looking cheap for good.
-
-    The first call timed in each size bin is not kept: it carries one-time costs (the kernels' setup for
-    a new shape, the cache growing), and a block width that once looked dear is seldom tried again, so
-    one cold call would keep it priced out until forgotten. The bin stays unmeasured, so optimistic, and
-    is tried again.
     """
 
     def __init__(self, decay: float, age: float = 0.98, forget: float = 0.1, flat_above: bool = False):
@@ -45,18 +40,13 @@ class CallCosts:
         # (drafting at many rows is never tried if priced by size from one row, and so never measured)
         self.flat_above = flat_above
         self._bins: dict[int, list[float]] = {}  # bin -> decayed [Σw, Σn, Σt]
-        self._warm: set[int] = set()  # bins whose first call was seen (kept for good: kernels stay set up)
 
     def add(self, tokens: int, seconds: float) -> None:
-        size = size_bin(tokens)
-        if size not in self._warm:
-            self._warm.add(size)
-            return
         for key, sums in list(self._bins.items()):
             sums[:] = [self.age * v for v in sums]
             if sums[0] < self.forget:
                 del self._bins[key]
-        sums = self._bins.setdefault(size, [0.0, 0.0, 0.0])
+        sums = self._bins.setdefault(size_bin(tokens), [0.0, 0.0, 0.0])
         for i, value in enumerate((1.0, tokens, seconds)):
             sums[i] = self.decay * sums[i] + value
 

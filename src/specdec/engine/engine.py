@@ -232,7 +232,7 @@ class Engine(BatchState, BlockLayout, StaticSteps):
             **inputs,
             position_ids=positions,
             attention_mask=masks,
-            **with_cache(runner, self.cache),
+            **with_cache(runner if isinstance(runner, nn.Module) else self.model, self.cache),  # compiled: fn
             use_cache=True,
             output_hidden_states=bool(hidden_layers),
             **kwargs,

@@ -228,11 +228,12 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         kwargs = {}
         if self._takes_logits_to_keep and num_logits is not None and not static:
             kwargs["logits_to_keep"] = num_logits
+        owner = runner if isinstance(runner, nn.Module) else self.model  # a compiled step is a function
         out = runner(
             **inputs,
             position_ids=positions,
             attention_mask=masks,
-            **with_cache(runner if isinstance(runner, nn.Module) else self.model, self.cache),  # compiled: fn
+            **with_cache(owner, self.cache),
             use_cache=True,
             output_hidden_states=bool(hidden_layers),
             **kwargs,

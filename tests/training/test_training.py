@@ -417,3 +417,15 @@ def test_repeated_prompts_across_answer_files_are_kept_once():
 
     a, b, c = TargetAnswer([1, 2], [3]), TargetAnswer([1, 2], [4]), TargetAnswer([2, 1], [3])
     assert distinct_answers([a, c, b, a]) == [a, c]
+
+
+def test_a_draft_checkpoint_of_the_older_schema_still_resumes(tmp_path):
+    """train_draft's checkpoints before 2026-11-25 hold only step, optimiser and schedule."""
+    from specdec.training.checkpoints import TRAINER_STATE_FILE, load_trainer_state
+
+    weights = [torch.nn.Parameter(torch.zeros(2))]
+    optimizer = torch.optim.AdamW(weights, lr=0.1)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    old = {"step": 7, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
+    torch.save(old, tmp_path / TRAINER_STATE_FILE)
+    assert load_trainer_state(tmp_path, optimizer, scheduler) == (7, None, 0)

@@ -11,8 +11,8 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedModel
 
-# Each checkpoint's resume state. The Tandem, BiTA and EAGLE-3 trainers write it with save_trainer_state;
-# train_draft writes its own, older schema (step, optimiser, schedule: no best or tokens seen).
+# Each checkpoint's resume state, written by save_trainer_state (train_draft's checkpoints from before
+# 2026-11-25 hold only step, optimiser and schedule: load_trainer_state reads them too).
 TRAINER_STATE_FILE = "trainer_state.pt"
 
 
@@ -40,7 +40,7 @@ def load_trainer_state(checkpoint: Path, optimizer, scheduler) -> tuple[int, dic
     state = torch.load(checkpoint / TRAINER_STATE_FILE, weights_only=False)
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
-    return state["step"], state["best"], state["tokens_seen"]
+    return state["step"], state.get("best"), state.get("tokens_seen", 0)
 
 
 def freeze_vocabulary(model: PreTrainedModel) -> None:

@@ -25,7 +25,13 @@ from specdec.errors import InvalidArgumentError
 from specdec.models.surgery import truncated_copy
 from specdec.models.vocabulary import check_same_vocabulary
 from specdec.training.answers import TargetAnswer
-from specdec.training.checkpoints import TRAINER_STATE_FILE, checkpoints_in, freeze_vocabulary, warmup_cosine
+from specdec.training.checkpoints import (
+    checkpoints_in,
+    freeze_vocabulary,
+    load_trainer_state,
+    save_trainer_state,
+    warmup_cosine,
+)
 from specdec.training.data import fixed_windows, sample_windows
 from specdec.training.distributed import batch_mean, batch_share, rank_rows, sync_gradients, sync_weights
 from specdec.training.losses import check_distill_params, cross_entropy, distillation, mixed_loss
@@ -197,10 +203,7 @@ def _resume(draft: PreTrainedModel, config: TrainConfig, output: Path, accelerat
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(config.warmup_steps, config.steps))
     start_step = 0
     if checkpoints:
-        state = torch.load(checkpoints[-1] / TRAINER_STATE_FILE, weights_only=False)
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        start_step = state["step"]
+        start_step, _, _ = load_trainer_state(checkpoints[-1], optimizer, scheduler)
     return draft, params, optimizer, scheduler, start_step
 
 
@@ -221,8 +224,7 @@ def _save(folder: Path, step: int, draft, tokenizer, optimizer, scheduler, accel
     if accelerator.is_main_process:
         draft.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
-        state = {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
-        torch.save(state, folder / TRAINER_STATE_FILE)
+        save_trainer_state(folder, step, None, 0, optimizer, scheduler)
 
 
 def train_draft(

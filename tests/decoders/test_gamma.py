@@ -311,44 +311,6 @@ def test_steps_without_a_proposal_are_priced_as_plain_calls():
     assert adaptive <= 1.03 < control
 
 
-def under_load(policy, seed: int, rows: int = 16, steps: int = 256) -> tuple[float, int]:
-    """Seconds per token and γ = 1 steps at ``rows`` rows on a machine where each block column costs a
-    plain step (the reference CPU at 16 rows) and calls get slower as the contexts grow (~10 % per 100
-    steps: a call size timed a while ago looks cheaper than it now is), with a drafter right 30 % of the
-    time: drafting never pays here."""
-    rng, made, seconds, probes = random.Random(seed), 0, 0.0, 0
-    for t in range(steps):
-        gamma = policy.next_gamma(rows)
-        probes += gamma == 1
-        kept = [next((k for k in range(gamma) if rng.random() > 0.3), gamma) for _ in range(rows)]
-        verify = 0.0045 * rows * (gamma + 1) * (1 + t / 1000) * math.exp(rng.gauss(0, 0.03))
-        policy.update(StepResult(gamma, kept, [gamma] * rows, verify, 0.0005 * gamma, rows, asked=gamma))
-        made, seconds = made + sum(kept) + rows, seconds + verify + 0.0005 * gamma
-    return seconds / made, probes
-
-
-def load_excess(make_policy) -> tuple[float, list[int]]:
-    """Mean over three seeds of the policy's time per token over plain decoding's, and its γ = 1 steps."""
-    ratios, probes = [], []
-    for seed in range(3):
-        cost, count = under_load(make_policy(), seed)
-        ratios.append(cost / under_load(FixedGamma(1, off_from=1), seed)[0])
-        probes.append(count)
-    return sum(ratios) / len(ratios), probes
-
-
-def test_under_load_no_probe_is_paid_for_a_gain_within_the_timings_drift(monkeypatch):
-    """Where a block column costs a plain step, even a drafter that is always right gains nothing, yet
-    with drifting timings it seems to gain a few per cent now and then; each probe costs a plain step.
-    The policy probes only for a gain beyond the drift: its first look and a rare re-look, ~1 % of
-    plain decoding's time."""
-    excess, probes = load_excess(AdaptiveGamma)
-    assert excess <= 1.012 and max(probes) <= 3
-    monkeypatch.setattr("specdec.decoders.gamma.PROBE_MARGIN", 0.0)  # negative control: no margin
-    excess, probes = load_excess(AdaptiveGamma)
-    assert excess > 1.012 and min(probes) >= 5
-
-
 def test_position_acceptance_counts_the_rows_that_reached_and_kept_each_position():
     """Rows kept 0, 2 and 3 of 3 draft tokens: all three reached position 1 (two kept it), two reached
     positions 2 and 3 (two and one kept them). With no shrinkage, α_k is exactly those shares."""

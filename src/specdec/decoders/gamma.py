@@ -136,12 +136,16 @@ class AdaptiveGamma(GammaPolicy):
         # did on the 2026-11-24 results page). Call costs drift with load and must follow it quickly.
         self.alpha_decay = check_decay(alpha_decay, "alpha_decay")
         # While drafting does not pay, a plain step now and then (at a batch size where a drafter that
-        # is always right would pay) drafts one token anyway: plain steps say nothing about the drafter,
-        # and the text ahead may suit it better (a formula, a copy). The first probe comes after
-        # probe_every plain steps; each one that does not bring drafting back doubles the wait (up to
-        # MAX_PROBE_WAIT steps), so a drafter that never pays costs next to nothing.
+        # is always right would pay) drafts anyway: plain steps say nothing about the drafter, and the
+        # text ahead may suit it better (a formula, a copy). The first probe comes after probe_every
+        # plain steps; each one that drafts and does not bring drafting back doubles the wait (up to
+        # MAX_PROBE_WAIT steps), so a drafter that never pays costs next to nothing. A probe where no row
+        # proposed anything (a prompt lookup without a match: most steps, for lookup) taught nothing and
+        # cost nothing, so it is asked again at the next step rather than counted: counted, three or four
+        # such misses pushed the wait to 64+ steps and a fresh process at one request stayed plain for
+        # its first ~270 steps, where lookup would have paid (2026-11-25 trace, one run in three).
         self.probe_every = check_gamma(probe_every, "probe_every")
-        self._probe_wait, self._since_probe = self.probe_every, 0
+        self._probe_wait, self._since_probe, self._probing = self.probe_every, 0, False
         self.accepted, self.rejected = 4.0, 1.0  # prior: α ≈ 0.8 until evidence arrives
         # draft position k + 1 -> decayed [Σ rows that reached it, Σ rows that kept it]
         self._reached = [[0.0, 0.0] for _ in range(self.max_gamma)]
@@ -220,6 +224,7 @@ class AdaptiveGamma(GammaPolicy):
     def next_gamma(self, batch_size: int = 1) -> int:
         rows = max(1, batch_size)
         rates = {g: self.rate(g, rows) for g in range(self.max_gamma + 1)}
+        self._probing = False
         if rates[0] is None:  # nothing timed yet: a plain step, the cheapest call to learn from
             self.gamma = 0
             return 0
@@ -230,8 +235,11 @@ class AdaptiveGamma(GammaPolicy):
         self._since_probe += 1
         perfect = self.rate(1, rows, alpha=1.0, rho=1.0)  # could any drafter pay here?
         if self._since_probe >= self._probe_wait and perfect > (1 + PROBE_MARGIN) * rates[0]:
-            self._since_probe, self._probe_wait = 0, min(2 * self._probe_wait, MAX_PROBE_WAIT)
-            return 1
+            # The draft length the estimates rate best: a wider block tells more draft positions, and
+            # on the reference CPU γ = 1 is the slowest block per token (a 2-token call costs 17-21 %
+            # over a step, a 5-token one 4-8 %).
+            self._probing = True
+            return max(range(1, self.max_gamma + 1), key=rates.get)
         return 0
 
     def update(self, step: StepResult) -> None:
@@ -240,6 +248,8 @@ class AdaptiveGamma(GammaPolicy):
         asked = step.gamma if step.asked is None else step.asked
         if not asked:
             return  # a plain step says nothing about the drafter
+        if self._probing and step.gamma:  # a probe that drafted: the next one waits twice as long
+            self._since_probe, self._probe_wait = 0, min(2 * self._probe_wait, MAX_PROBE_WAIT)
         per_row = max(1, len(step.proposed))
         self.proposed = d * self.proposed + sum(step.proposed) / per_row
         self.asked = d * self.asked + asked

@@ -19,7 +19,8 @@ StreamCallback = Callable[[int, list[int], list[bool]], None]
 class RowState(Protocol):
     """Anything holding per-row state of a batch (engines, drafters)."""
 
-    def select_rows(self, rows: torch.Tensor) -> None: ...
+    def select_rows(self, rows: torch.Tensor) -> None:
+        """Keep these batch positions, in this order (new position i holds old position ``rows[i]``)."""
 
 
 @dataclass(frozen=True)
@@ -144,10 +145,23 @@ class Rows:
 
     def drop(self, positions: Sequence[int], *states: RowState) -> None:
         """Remove finished batch positions here and from every engine / drafter in ``states``."""
-        gone = set(positions)
-        keep = [pos for pos in range(len(self.active)) if pos not in gone]
+        keep = fill_holes(len(self.active), set(positions))
         self.active = [self.active[pos] for pos in keep]
         index = torch.tensor(keep, dtype=torch.long)  # empty when every row finished: all slots freed
         self.pending = self.pending[index]
         for state in states:
             state.select_rows(index)
+
+
+def fill_holes(size: int, gone: set[int]) -> list[int]:
+    """The batch positions that stay, in their new order: each one stays where it is, except that the
+    places of departed rows below the new size are taken by the rows beyond it. The row a request is on
+    may change; its row id does not. Engines then copy only the moved rows' caches, not every row's
+    (:meth:`SlotCache.select_rows`)."""
+    keep = [pos for pos in range(size) if pos not in gone]
+    new_size = len(keep)
+    holes = [pos for pos in range(new_size) if pos in gone]
+    order = list(range(new_size))
+    for hole, pos in zip(holes, [pos for pos in keep if pos >= new_size], strict=True):
+        order[hole] = pos
+    return order

@@ -152,4 +152,5 @@ class Drafter(ABC):
 
     @abstractmethod
     def select_rows(self, rows: torch.Tensor) -> None:
-        """Keep only these batch positions (the others finished)."""
+        """Keep only these batch positions (the others finished), in this order: new position i holds
+        old position ``rows[i]``."""

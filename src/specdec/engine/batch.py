@@ -88,9 +88,11 @@ class BatchState:
         )
 
     def _buffer_rows(self, batch_size: int) -> int:
-        """Rows to allocate the cache buffers for: a graphed engine's batch-size bucket (so rows can join
-        and leave in place, under the graphs captured for each bucket), else the batch itself."""
-        return graph_rows(batch_size) if self.graphs is not None else batch_size
+        """Rows to allocate the cache buffers for: the batch-size bucket (a power of two), so rows can
+        join and leave in place — under the graphs captured for each bucket, on a graphed engine; and
+        without copying every row's cache at each arrival, on any (requests joining one by one up to
+        64 rows would otherwise reallocate and copy the whole cache 63 times)."""
+        return graph_rows(batch_size)
 
     def _capacity_for(self, capacity: int, reserved: int = 0) -> int:
         """The slots :meth:`reset` allocates for a wish of ``capacity`` (graphed engines round up)."""

@@ -58,3 +58,24 @@ def test_a_departure_and_an_arrival_keep_the_buffers_and_every_rows_logits():
             torch.testing.assert_close(out[row], alone, rtol=1e-5, atol=1e-5)
     engine.select_rows(torch.tensor([1, 2]))  # the control: row 0 leaves, the others keep their order
     assert buffers(engine) != before
+
+
+def test_growth_after_departures_reallocates_only_the_live_rows_bucket():
+    """Five rows (buffers for eight); four leave, so the buffers keep seven spare rows for arrivals. When
+    the cache then grows, the new buffers hold the live row's bucket (one row), not eight rows at the new
+    capacity, and the row's logits are still those it gets alone."""
+    model = make_llama(VOCAB, seed=1)
+    texts = [
+        prompt(n, seed) for n, seed in ((5, 1), (8, 2), (4, 3), (6, 4), (9, 5))
+    ]  # the last longest: no hole
+    engine = Engine(model)
+    engine.start(texts, extra_slots=2)
+    engine.select_rows(torch.tensor(fill_holes(5, {0, 1, 2, 3})))  # the last row moves into row 0
+    assert engine.cache.allocated_rows == 8
+    capacity = engine.cache.capacity
+    block = list(range(40, 40 + capacity))  # more tokens than the cache has slots: it grows
+    out = engine.extend(torch.tensor([[texts[4][-1], *block]])).logits[0, -1]
+    assert engine.cache.capacity > capacity and engine.cache.allocated_rows == 1
+    with torch.inference_mode():
+        alone = model(torch.tensor([[*texts[4], *block]])).logits[0, -1]
+    torch.testing.assert_close(out, alone, rtol=1e-5, atol=1e-5)

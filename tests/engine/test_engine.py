@@ -308,7 +308,7 @@ def test_capacity_never_exceeds_the_context_window(model):
 
 
 def test_a_cache_that_cannot_grow_is_a_clear_error(model, monkeypatch):
-    def fail(self, capacity):
+    def fail(self, capacity, rows):
         raise RuntimeError("DefaultCPUAllocator: can't allocate memory")
 
     monkeypatch.setattr(SlotLayer, "grow", fail)

@@ -231,7 +231,7 @@ class BatchState:
     def _grow(self, capacity: int) -> None:
         old = self.cache.capacity
         try:
-            self.cache.grow(capacity)
+            self.cache.grow(capacity, self._buffer_rows(self.batch_size))
         except RuntimeError as err:  # torch's allocator failing ("can't allocate memory", CUDA OOM)
             wanted = self.cache.nbytes() // max(1, old) * capacity
             raise CacheMemoryError(

@@ -124,13 +124,14 @@ class SlotLayer(CacheLayerMixin):
             for buffer in (self.keys, self.values):
                 buffer.index_copy_(0, targets, buffer.index_select(0, sources))
 
-    def grow(self, capacity: int) -> None:
-        """Reallocate to ``capacity`` slots, keeping the slots in use."""
+    def grow(self, capacity: int, rows: int) -> None:
+        """Reallocate to ``capacity`` slots and ``rows`` rows, keeping the slots in use of the first rows
+        (the live ones: spare rows beyond them are not carried over)."""
         if self.is_initialized:
-            used = self.keys.shape[2]
-            keys = self.keys.new_zeros(*self.keys.shape[:2], capacity, self.keys.shape[-1])
-            values = self.values.new_zeros(*self.values.shape[:2], capacity, self.values.shape[-1])
-            keys[:, :, :used], values[:, :, :used] = self.keys, self.values
+            used, kept = self.keys.shape[2], min(rows, self.keys.shape[0])
+            keys = self.keys.new_zeros(rows, self.keys.shape[1], capacity, self.keys.shape[-1])
+            values = self.values.new_zeros(rows, self.values.shape[1], capacity, self.values.shape[-1])
+            keys[:kept, :, :used], values[:kept, :, :used] = self.keys[:kept], self.values[:kept]
             self.keys, self.values = keys, values
 
 
@@ -185,9 +186,15 @@ class SlotCache(Cache):
         ]
         return any(moved)
 
-    def grow(self, capacity: int) -> None:
+    def grow(self, capacity: int, rows: int) -> None:
+        """Reallocate every layer to ``capacity`` slots for the first ``rows`` rows (the live rows' bucket).
+
+        Not for every row the buffers hold: rows kept spare for arrivals (:meth:`select_rows`) would
+        multiply a late growth's cost, when most requests have left (64 rows doubled at 4,096 slots is
+        12 GB of fp32 keys and values for SmolLM2, and the old buffers are still held while copying)."""
+        self.buffer_rows = rows
         for layer in self.layers:
-            layer.grow(capacity)
+            layer.grow(capacity, rows)
         self.capacity = capacity
 
     def write(self, start: int, keys_values: list[tuple[torch.Tensor, torch.Tensor]]) -> None:

@@ -12,4 +12,4 @@ mkdir -p /work/runs && cd /work/runs
 echo "== sharegpt round 1 $(date -Is) $(lscpu | grep 'Model name') commit $(git -C /work/main rev-parse --short HEAD)"
 timeout ${SHAREGPT_SECONDS:-10000} specdec data answers --dtype bf16 --batch-size 64 --max-new-tokens 128 \
   --max-prompt-tokens 768 --prompts conversations:$S/sharegpt/prompts.jsonl.gz --count 9453 --rounds 1
-echo "== done $(date -Is) (exit $?)"
+rc=$?; echo "== done $(date -Is) (exit $rc)"

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
+from specdec.engine.attention import use_grouped_attention
 from specdec.engine.batch import BatchState
 from specdec.engine.cache import SlotCache
 from specdec.engine.graphs import StepGraphs, masks_to
@@ -77,7 +78,9 @@ class Engine(BatchState, BlockLayout, StaticSteps):
                 "pack_weights=True needs an fp32 model (or bf16 where oneDNN has bf16 kernels for this CPU) "
                 "on CPU with oneDNN available"
             )
-        self.model = pack_linear_layers(model) if pack_weights else model
+        # The packed copy is the engine's own (its config too): its attention reads grouped key/value
+        # heads in place in blocks of several tokens (engine/attention.py); the user's model is untouched.
+        self.model = use_grouped_attention(pack_linear_layers(model)) if pack_weights else model
         self.config = model.config
         self.max_positions = context_size(model)
         self.device = next(model.parameters()).device

@@ -72,8 +72,8 @@ class CallCosts:
         # Never cheaper than the smallest call measured: a call over more tokens does at least the work
         # of a narrower one's weight reads, so no noise may price a block under a one-row plain step
         # (at more rows, AdaptiveGamma.rate keeps a block at least at that many rows' plain step). Between
-        # wider sizes the curve may dip: on the reference CPU a 2-token block costs 17-21 % over a step
-        # and a 5-token one 4-8 % (the kernels pick other shapes), and a rule that no wider call looks
+        # wider sizes the curve may dip: on the reference CPU, with transformers' attention, a 2-token
+        # block cost 17-21 % over a step and a 5-token one 4-8 %, and a rule that no wider call looks
         # cheaper than any narrower one priced every block at the 2-token cost.
         return max(estimate, points[0][1])
 
@@ -82,9 +82,9 @@ def _below_proportional(points: list[tuple[float, float]]) -> bool:
     """Whether the two widest calls measured cost less than proportionally to their size (so the next
     doubling is priced flat: optimistic, tried once, then known). Where the arithmetic is the limit
     (many rows: doubling the call nearly doubled its cost) wider calls are priced by size. A slope taken
-    from the two widest points instead would, on the reference CPU, carry the 2-token block's bump
-    (+20 % over a step, where a 4-token block costs +7 %) onward and price every wider block out of
-    reach, so it would never be measured."""
+    from the two widest points instead would, on the reference CPU with transformers' attention, carry
+    the 2-token block's bump (+20 % over a step, where a 4-token block cost +7 %) onward and price
+    every wider block out of reach, so it would never be measured."""
     if len(points) < 2:
         return True
     (n0, t0), (n1, t1) = points[-2:]

@@ -236,8 +236,8 @@ class AdaptiveGamma(GammaPolicy):
         perfect = self.rate(1, rows, alpha=1.0, rho=1.0)  # could any drafter pay here?
         if self._since_probe >= self._probe_wait and perfect > (1 + PROBE_MARGIN) * rates[0]:
             # The draft length the estimates rate best: a wider block tells more draft positions, and
-            # on the reference CPU γ = 1 is the slowest block per token (a 2-token call costs 17-21 %
-            # over a step, a 5-token one 4-8 %).
+            # on the reference CPU γ = 1 was the slowest block per token with transformers' attention (a
+            # 2-token call cost 17-21 % over a step, a 5-token one 4-8 %).
             self._probing = True
             return max(range(1, self.max_gamma + 1), key=rates.get)
         return 0

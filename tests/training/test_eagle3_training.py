@@ -66,7 +66,9 @@ def embeddings(target):
 def test_the_head_learns_every_depth_and_keeps_the_best(tmp_path, target, cache):
     best = train_eagle3(make_eagle3_head(target), embeddings(target), cache, config(tmp_path), VERIFIER)
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
-    first, last = log[0]["loss_per_pass"], log[-1]["loss_per_pass"]
+    assert log[0]["step"] == 0 and log[0]["best_step"] == 0  # the starting head's scores come first
+    assert log[-1]["accepted_per_chain"] > log[0]["accepted_per_chain"]
+    first, last = log[1]["loss_per_pass"], log[-1]["loss_per_pass"]
     assert all(b < 0.7 * a for a, b in zip(first, last, strict=True))  # every unrolled depth learned
     evals = [r for r in log if "accepted_per_chain" in r]
     assert max(r["accepted_per_chain"] for r in evals) > 0.5
@@ -92,7 +94,7 @@ def test_resume_reproduces_an_uninterrupted_run(tmp_path, target, cache):
 
     shutil.rmtree(resumed_dir / "run" / "checkpoint-20")
     (resumed_dir / "run" / "log.jsonl").write_text(
-        "".join(line + "\n" for line in (resumed_dir / "run" / "log.jsonl").read_text().splitlines()[:10])
+        "".join(line + "\n" for line in (resumed_dir / "run" / "log.jsonl").read_text().splitlines()[:11])
     )
     train_eagle3(
         make_eagle3_head(target),
@@ -149,3 +151,19 @@ def test_the_cli_trains_a_head_for_a_target_folder(tmp_path, tiny_model_dir, tok
     config = json.loads((tmp_path / "run" / "best" / "config.json").read_text())
     assert config["eagle_aux_hidden_state_layer_ids"] == [0, 1, 2] and config["norm_before_residual"] is False
     assert config["draft_vocab_size"] == len(tok)
+
+
+def test_a_continued_head_that_does_not_improve_keeps_its_start_as_the_best(tmp_path, target, cache):
+    """Continued with a learning rate of 0, no checkpoint beats the starting head, so the
+    best folder holds the starting weights (step 0), scored on the same held-out sequences."""
+    start = train_eagle3(make_eagle3_head(target), embeddings(target), cache, config(tmp_path), VERIFIER)
+    again = tmp_path / "again"
+    best = train_eagle3(
+        load_head(start), embeddings(target), cache, config(again, steps=20, lr=0.0), VERIFIER
+    )
+    log = [json.loads(line) for line in (again / "run" / "log.jsonl").read_text().splitlines()]
+    scores = [r["accepted_per_chain"] for r in log if "accepted_per_chain" in r]
+    assert log[0]["step"] == 0 and scores[0] == max(scores)
+    assert log[-1]["best_step"] == 0
+    a, b = load_head(start).state_dict(), load_head(best).state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)

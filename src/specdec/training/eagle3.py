@@ -235,6 +235,15 @@ def train_eagle3(
             save_trainer_state(folder, step, best, tokens_seen, optimizer, scheduler)
 
     autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
+    if start == 0:  # the starting head's scores: the bar a continued head must clear to become the best
+        record = {"step": 0, "tokens_seen": 0} | evaluate_head(
+            model, embeddings, cache, heldout_ids, config.ttt_steps
+        )
+        best = {"step": 0} | {k: v for k, v in record.items() if k.startswith(("heldout", "accepted"))}
+        save(output / "best", 0)
+        if accelerator.is_main_process:
+            with (output / "log.jsonl").open("a") as f:
+                f.write(json.dumps(record | {"best_step": 0}) + "\n")
     started = time.perf_counter()
     for step in tqdm(range(start, config.steps), initial=start, total=config.steps, desc="train eagle3"):
         picks, _ = rank_picks(len(train_ids), config.batch_size, config.seed, step, accelerator)

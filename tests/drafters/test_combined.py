@@ -124,7 +124,7 @@ def head_chains_after_lookup(head_drafter) -> tuple[list[tuple[list[int], list[i
     def recording(gamma, sampling, draws, *, min_confidence=0.0):
         draft = propose(gamma, sampling, draws, min_confidence=min_confidence)
         if gamma:
-            records.append((list(combined.history[0]), chain_of(draft)))
+            records.append((list(combined.history[0].tokens), chain_of(draft)))
             kept_before.append(kept[0])
             kept[0] = 0
         return draft

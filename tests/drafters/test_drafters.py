@@ -2,6 +2,8 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from specdec.decoders import BiLD, SpeculativeSampling
 from specdec.drafters import (
@@ -12,6 +14,7 @@ from specdec.drafters import (
     lookup_continuation,
     make_drafter,
 )
+from specdec.drafters.prompt_lookup import NgramIndex
 from specdec.engine import Engine, ExtendOutput
 from specdec.errors import InvalidArgumentError
 from specdec.pipeline import Pipeline
@@ -30,6 +33,25 @@ def test_lookup_prefers_longest_most_recent_match():
     assert lookup_continuation([4, 5, 6], max_ngram=3, min_ngram=1, length=4) == []
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 4), max_size=12), min_size=1, max_size=6),
+    st.integers(1, 4),
+    st.integers(1, 4),
+    st.integers(1, 5),
+)
+def test_the_ngram_index_finds_what_a_scan_of_the_context_finds(chunks, max_ngram, min_ngram, length):
+    """Grown chunk by chunk (as decoding extends a row), the index answers every query as the scan does:
+    the longest suffix n-gram that occurred before, its most recent occurrence, what followed it."""
+    index, history = NgramIndex([], max_ngram), []
+    for chunk in chunks:
+        index.extend(chunk)
+        history += chunk
+        for top in range(1, max_ngram + 1):
+            low = min(min_ngram, top)
+            assert index.continuation(top, low, length) == lookup_continuation(history, top, low, length)
+
+
 def test_prompt_lookup_drafter_proposes_and_tracks_history():
     drafter = PromptLookupDrafter(max_ngram=2)
     drafter.begin([[1, 2, 3, 4, 1, 2], [7, 8]], None)
@@ -38,7 +60,7 @@ def test_prompt_lookup_drafter_proposes_and_tracks_history():
     assert draft.row_lengths().tolist() == [3, 0]
     logits = ExtendOutput(logits=torch.zeros(2, 4, 10))
     drafter.update(Feedback(torch.tensor([2, 0]), torch.tensor([9, 5]), logits))
-    assert drafter.history == [[1, 2, 3, 4, 1, 2, 3, 4, 9], [7, 8, 5]]
+    assert [h.tokens for h in drafter.history] == [[1, 2, 3, 4, 1, 2, 3, 4, 9], [7, 8, 5]]
     assert drafter.propose(0, GREEDY, NO_DRAWS).gamma == 0  # a plain step: nothing proposed
 
 

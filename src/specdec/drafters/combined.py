@@ -20,7 +20,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from specdec.drafters.base import Draft, Drafter, Feedback
 from specdec.drafters.eagle3 import Eagle3Drafter
 from specdec.drafters.model import ModelDrafter
-from specdec.drafters.prompt_lookup import lookup_continuation, lookup_draft
+from specdec.drafters.prompt_lookup import NgramIndex, lookup_draft
 from specdec.engine import ExtendOutput
 from specdec.errors import InvalidArgumentError
 from specdec.sampling import Draws, Sampling
@@ -63,12 +63,12 @@ class LookupThenModelDrafter(Drafter):
 
     def begin(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
         self.model.begin(prompts, prefill)
-        self.history = [list(p) for p in prompts]
+        self.history = [NgramIndex(p, self.max_ngram) for p in prompts]
         self._last = torch.zeros(len(prompts), 0, dtype=torch.long)
 
     def next_source(self) -> str:
         """The next step's source: lookup where every row's context has a match, else the model."""
-        found = all(lookup_continuation(h, self.max_ngram, self.min_ngram, 1) for h in self.history)
+        found = all(h.continuation(self.max_ngram, self.min_ngram, 1) for h in self.history)
         return "lookup" if found else "model"
 
     def propose(
@@ -97,7 +97,7 @@ class LookupThenModelDrafter(Drafter):
 
     def admit(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
         self.model.admit(prompts, prefill)
-        self.history += [list(p) for p in prompts]
+        self.history += [NgramIndex(p, self.max_ngram) for p in prompts]
         self._last = torch.cat([self._last, self._last.new_zeros(len(prompts), self._last.shape[1])])
 
     def select_rows(self, rows: torch.Tensor) -> None:

@@ -18,7 +18,8 @@ from specdec.sampling import Draws, Sampling
 
 
 def lookup_continuation(history: Sequence[int], max_ngram: int, min_ngram: int, length: int) -> list[int]:
-    """Tokens that followed the most recent earlier occurrence of the longest matching suffix n-gram."""
+    """Tokens that followed the most recent earlier occurrence of the longest matching suffix n-gram (a scan
+    of ``history``: the reference :class:`NgramIndex` keeps up to date instead)."""
     size = len(history)
     for n in range(min(max_ngram, size - 1), min_ngram - 1, -1):
         suffix = list(history[size - n :])
@@ -28,9 +29,44 @@ def lookup_continuation(history: Sequence[int], max_ngram: int, min_ngram: int, 
     return []
 
 
-def lookup_draft(histories: Sequence[Sequence[int]], gamma: int, max_ngram: int, min_ngram: int) -> Draft:
+class NgramIndex:
+    """One row's context, with where each of its n-grams (n ≤ ``max_ngram``) last occurred with a token
+    after it: :meth:`continuation` answers what :func:`lookup_continuation` answers, in a few dictionary
+    reads per step instead of a scan of the whole context. The scans cost ~0.7 ms per row of 1,500
+    tokens, so at 32-64 rows a combined drafter's search (every step, drafting or not) cost a tenth to a
+    fifth of a plain step on a 2-core CPU (2026-11-26)."""
+
+    def __init__(self, tokens: Sequence[int], max_ngram: int):
+        self.tokens: list[int] = []
+        self.max_ngram = max_ngram
+        self._last: list[dict[tuple[int, ...], int]] = [{} for _ in range(max_ngram + 1)]
+        self.extend(tokens)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        """Append ``tokens``; each one becomes the continuation of the n-grams that end just before it."""
+        for token in tokens:
+            end = len(self.tokens)
+            self.tokens.append(int(token))
+            for n in range(1, min(self.max_ngram, end) + 1):
+                self._last[n][tuple(self.tokens[end - n : end])] = end - n
+
+    def continuation(self, max_ngram: int, min_ngram: int, length: int) -> list[int]:
+        """Up to ``length`` tokens that followed the most recent earlier occurrence of the longest suffix
+        n-gram (``min_ngram`` ≤ n ≤ ``max_ngram``) that occurred before; [] without one."""
+        size = len(self.tokens)
+        for n in range(min(max_ngram, self.max_ngram, size - 1), min_ngram - 1, -1):
+            start = self._last[n].get(tuple(self.tokens[size - n :]))
+            if start is not None:
+                return self.tokens[start + n : start + n + length]
+        return []
+
+
+def lookup_draft(histories: Sequence[NgramIndex], gamma: int, max_ngram: int, min_ngram: int) -> Draft:
     """Each row's lookup guess of up to ``gamma`` tokens (none without a match in its context), one draft."""
-    guesses = [lookup_continuation(h, max_ngram, min_ngram, gamma) if gamma else [] for h in histories]
+    guesses = [h.continuation(max_ngram, min_ngram, gamma) if gamma else [] for h in histories]
     tokens = torch.zeros(len(guesses), gamma, dtype=torch.long)
     for row, guess in enumerate(guesses):
         tokens[row, : len(guess)] = torch.tensor(guess, dtype=torch.long)
@@ -48,7 +84,7 @@ class PromptLookupDrafter(Drafter):
 
     def begin(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
         self.draft_calls = 0
-        self.history = [list(p) for p in prompts]
+        self.history = [NgramIndex(p, self.max_ngram) for p in prompts]
 
     def propose(
         self,
@@ -68,7 +104,7 @@ class PromptLookupDrafter(Drafter):
             self.history[row].extend([*self._last[row, :n].tolist(), t])
 
     def admit(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
-        self.history += [list(p) for p in prompts]
+        self.history += [NgramIndex(p, self.max_ngram) for p in prompts]
 
     def select_rows(self, rows: torch.Tensor) -> None:
         self.history = [self.history[i] for i in rows.tolist()]

@@ -2,13 +2,14 @@
 
 import pytest
 import torch
+import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
-from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 
 from specdec.engine import Engine
-from specdec.engine.attention import NAME, grouped_sdpa_attention
+from specdec.engine.attention import NAME, grouped_attention, grouped_sdpa_attention
 from specdec.engine.kernels import packing_supported
 from tiny import make_llama
 
@@ -42,6 +43,18 @@ def test_grouped_attention_is_transformers_sdpa_attention(shape, seed):
     module, query, key, value, mask = case(*shape, seed)
     ours, _ = grouped_sdpa_attention(module, query, key, value, mask, scaling=0.3)
     theirs, _ = sdpa_attention_forward(module, query, key, value, mask, scaling=0.3)
+    torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(shapes, st.booleans(), st.integers(0, 2**16))
+def test_grouped_attention_is_sdpa_over_repeated_heads(shape, masked, seed):
+    """The helper under the registered function: with a mask, or none (every key seen)."""
+    _, query, key, value, mask = case(*shape, seed)
+    mask = mask if masked else None
+    groups = query.shape[1] // key.shape[1]
+    ours = grouped_attention(query, key, value, mask)
+    theirs = F.scaled_dot_product_attention(query, repeat_kv(key, groups), repeat_kv(value, groups), mask)
     torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
 
 

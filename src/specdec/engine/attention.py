@@ -16,11 +16,34 @@ capping, position biases) goes to transformers' own SDPA attention unchanged.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from transformers import AttentionInterface, PretrainedConfig
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 NAME = "specdec_sdpa"
+
+
+def grouped_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None,
+    scale: float | None = None,
+    dropout: float = 0.0,
+) -> torch.Tensor:
+    """SDPA of ``query`` ``[B, H, T, d]`` over ``key``/``value`` ``[B, H_kv, S, d]`` (H a multiple of H_kv;
+    query head h reads key/value head h // (H / H_kv), as ``repeat_kv`` lays them out) with a mask
+    ``[B or 1, 1, T, S]`` or none; returns ``[B, H, T, d]``. A group's query heads go one after another
+    along the query axis, so no key/value head is copied."""
+    batch, heads, length, dim = query.shape
+    kv_heads = key.shape[1]
+    groups = heads // kv_heads
+    packed = query.reshape(batch, kv_heads, groups * length, dim)
+    if mask is not None:
+        mask = mask.expand(-1, groups, -1, -1).reshape(mask.shape[0], 1, groups * length, mask.shape[-1])
+    out = F.scaled_dot_product_attention(packed, key, value, attn_mask=mask, dropout_p=dropout, scale=scale)
+    return out.reshape(batch, heads, length, dim)
 
 
 def grouped_sdpa_attention(
@@ -33,13 +56,12 @@ def grouped_sdpa_attention(
     scaling: float | None = None,
     **kwargs,
 ) -> tuple[torch.Tensor, None]:
-    """``query`` ``[B, H, T, d]`` over ``key``/``value`` ``[B, H_kv, S, d]``; returns ``[B, T, H, d]`` as
-    transformers' attention functions do."""
-    groups = getattr(module, "num_key_value_groups", 1)
-    batch, heads, length, dim = query.shape
+    """transformers' attention-function signature over :func:`grouped_attention`; returns ``[B, T, H, d]``.
+    One-token steps, ungrouped heads, per-head masks and extras (soft-capping, position biases) go to
+    transformers' own SDPA attention."""
     simple = (
-        groups > 1
-        and length > 1
+        getattr(module, "num_key_value_groups", 1) > 1
+        and query.shape[2] > 1
         and attention_mask is not None
         and attention_mask.dim() == 4
         and attention_mask.shape[1] == 1
@@ -49,14 +71,8 @@ def grouped_sdpa_attention(
     )
     if not simple:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
-    kv_heads = heads // groups
-    # head h reads key/value head h // groups (repeat_kv's order): a group's heads become one query axis
-    packed = query.reshape(batch, kv_heads, groups * length, dim)
-    mask = attention_mask.expand(-1, groups, -1, -1).reshape(attention_mask.shape[0], 1, groups * length, -1)
-    out = torch.nn.functional.scaled_dot_product_attention(
-        packed, key, value, attn_mask=mask, dropout_p=dropout, scale=scaling
-    )
-    return out.reshape(batch, heads, length, dim).transpose(1, 2).contiguous(), None
+    out = grouped_attention(query, key, value, attention_mask, scaling, dropout)
+    return out.transpose(1, 2).contiguous(), None
 
 
 AttentionInterface.register(NAME, grouped_sdpa_attention)

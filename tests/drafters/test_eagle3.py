@@ -4,11 +4,14 @@ a drafter started afresh on the settled text holds (drafted pairs rolled back, t
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 from torch.ao.nn.quantized.dynamic import Linear as DynamicQuantizedLinear
 
 from specdec import make_drafter
-from specdec.drafters.eagle3 import Eagle3Drafter
+from specdec.drafters.eagle3 import CATCH_UP_SPLIT, Eagle3Drafter, catch_up_groups
+from specdec.engine import Engine
 from specdec.engine.kernels import packing_supported
 from specdec.errors import InvalidArgumentError
 from specdec.models.eagle3_layout import save_head
@@ -75,3 +78,45 @@ def test_the_factory_reads_precision_and_tree_prefixes_in_any_order(tmp_path):
     for bad in ("tree-1:eagle3:", "int8:bf16:eagle3:", "tree-2:tree-3:eagle3:", "wide:eagle3:"):
         with pytest.raises(InvalidArgumentError, match=r"expected \[tree-K:\]"):
             make_drafter(f"{bad}{folder}", TARGET, TOK)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 400), max_size=40))
+def test_catch_up_bands_cover_every_row_once_without_padding_short_queues_to_long_ones(lengths):
+    counts = torch.tensor(lengths, dtype=torch.long)
+    groups = catch_up_groups(counts)
+    assert sorted(torch.cat(groups).tolist()) == list(range(len(lengths)))
+    if not lengths or max(lengths) <= CATCH_UP_SPLIT:
+        assert len(groups) == 1
+    for group in groups:
+        assert all(2 * int(counts[row]) >= int(counts[group].max()) for row in group)
+
+
+def test_a_banded_catch_up_computes_what_one_call_over_the_padded_batch_computes(monkeypatch):
+    """Prompts of 150, 4 and 90 tokens: caught up in bands (150 and 90 together, 4 alone) or in one call
+    padded to 150, the logits and features after each row's last pair and the cached pairs agree."""
+    g = torch.Generator().manual_seed(3)
+    prompts = [torch.randint(3, len(TOK), (n,), generator=g).tolist() for n in (150, 4, 90)]
+
+    def caught_up(split):
+        monkeypatch.setattr("specdec.drafters.eagle3.CATCH_UP_SPLIT", split)
+        drafter = make_eagle3(TARGET, seed=1)
+        engine = Engine(TARGET)
+        drafter.begin(
+            prompts, engine.start(prompts, extra_slots=8, hidden_layers=drafter.target_hidden_layers)
+        )
+        with torch.inference_mode():
+            logits, feature, able = drafter._catch_up()
+        return logits, feature, able, drafter.cache
+
+    banded, whole = caught_up(CATCH_UP_SPLIT), caught_up(10**6)
+    for ours, theirs in zip(banded[:2], whole[:2], strict=True):
+        torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-4)
+    assert torch.equal(banded[2], whole[2])
+    cache, reference = banded[3], whole[3]
+    assert cache.lengths.tolist() == reference.lengths.tolist() == [149, 3, 89]
+    for row, n in enumerate(cache.lengths.tolist()):
+        torch.testing.assert_close(cache.keys[row, :, :n], reference.keys[row, :, :n], rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(
+            cache.values[row, :, :n], reference.values[row, :, :n], rtol=1e-4, atol=1e-4
+        )

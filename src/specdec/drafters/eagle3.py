@@ -54,14 +54,17 @@ class RaggedCache:
         used = int(self.lengths.max()) if len(self.lengths) else 0
         return self.keys[:, :, :used], self.values[:, :, :used]
 
-    def write(self, keys: torch.Tensor, values: torch.Tensor, counts: torch.Tensor) -> None:
-        """Append each row's first ``counts[b]`` block positions after its cached pairs."""
-        width = keys.shape[2]
-        need = int((self.lengths + counts).max()) if len(counts) else 0
+    def _reserve(self, need: int) -> None:
+        """Room for ``need`` pairs per row (doubling)."""
         if need > self.keys.shape[2]:
             extra = max(need, 2 * self.keys.shape[2]) - self.keys.shape[2]
             pad = self.keys.new_zeros(*self.keys.shape[:2], extra, self.keys.shape[3])
             self.keys, self.values = torch.cat([self.keys, pad], 2), torch.cat([self.values, pad], 2)
+
+    def write(self, keys: torch.Tensor, values: torch.Tensor, counts: torch.Tensor) -> None:
+        """Append each row's first ``counts[b]`` block positions after its cached pairs."""
+        width = keys.shape[2]
+        self._reserve(int((self.lengths + counts).max()) if len(counts) else 0)
         real = torch.arange(width)[None] < counts[:, None]
         rows, offsets = real.nonzero(as_tuple=True)
         columns = self.lengths[rows] + offsets
@@ -75,10 +78,47 @@ class RaggedCache:
     def select_rows(self, rows: torch.Tensor) -> None:
         self.keys, self.values, self.lengths = self.keys[rows], self.values[rows], self.lengths[rows]
 
+    def take(self, rows: torch.Tensor) -> RaggedCache:
+        """These rows as a cache of their own (copies), for a call on part of the batch (:meth:`put` back)."""
+        part = RaggedCache(0, self.keys.shape[1], self.keys.shape[3], self.keys.dtype)
+        part.keys, part.values, part.lengths = self.keys[rows], self.values[rows], self.lengths[rows]
+        return part
+
+    def put(self, rows: torch.Tensor, part: RaggedCache) -> None:
+        """``part`` (from :meth:`take`) back in place of its rows."""
+        self._reserve(part.keys.shape[2])
+        width = part.keys.shape[2]
+        self.keys[rows, :, :width], self.values[rows, :, :width] = part.keys, part.values
+        self.lengths[rows] = part.lengths
+
     def add_rows(self, count: int) -> None:
         pad = self.keys.new_zeros(count, *self.keys.shape[1:])
         self.keys, self.values = torch.cat([self.keys, pad]), torch.cat([self.values, pad])
         self.lengths = torch.cat([self.lengths, torch.zeros(count, dtype=torch.long)])
+
+
+# Queues up to this many pairs are caught up in one call for the whole batch (the usual case: a step
+# settles a few tokens per row). Longer ones are prompts: padded to the longest, 32 prompts of ~50 to
+# ~1,500 tokens cost 4.3 s in one call on the reference CPU, where a server at 32 clients made 45 s of
+# progress (2026-11-26 trace).
+CATCH_UP_SPLIT = 64
+
+
+def catch_up_groups(counts: torch.Tensor) -> list[torch.Tensor]:
+    """The rows to catch up together: all of them when no queue is longer than ``CATCH_UP_SPLIT``, else
+    bands by queue length, each row's queue at least half its band's longest, so a short queue is not
+    padded to a long prompt's (one call per band, at most ~log2 of the longest queue)."""
+    if len(counts) == 0 or int(counts.max()) <= CATCH_UP_SPLIT:
+        return [torch.arange(len(counts))]
+    order = torch.argsort(counts, descending=True, stable=True).tolist()
+    groups, start = [], 0
+    while start < len(order):
+        longest, end = int(counts[order[start]]), start
+        while end < len(order) and 2 * int(counts[order[end]]) >= longest:
+            end += 1
+        groups.append(torch.tensor(sorted(order[start:end]), dtype=torch.long))
+        start = end
+    return groups
 
 
 class Eagle3Drafter(Drafter):
@@ -138,14 +178,16 @@ class Eagle3Drafter(Drafter):
             own = [] if n == 0 else features[row, features.shape[1] - n :]
             self.queue.append([(own[i], int(prompt[i + 1])) for i in range(n)])
 
-    def _run(self, embeds_tokens: torch.Tensor, features: torch.Tensor, counts: torch.Tensor):
-        """One head pass over a right-padded block of pairs per row, written into the cache."""
+    def _run(
+        self, embeds_tokens: torch.Tensor, features: torch.Tensor, counts: torch.Tensor, cache: RaggedCache
+    ):
+        """One head pass over a right-padded block of pairs per row, written into ``cache``."""
         width = embeds_tokens.shape[1]
-        positions = self.cache.lengths[:, None] + torch.arange(width)[None]
-        mask = self.cache.block_mask(counts, width)
+        positions = cache.lengths[:, None] + torch.arange(width)[None]
+        mask = cache.block_mask(counts, width)
         embeds = F.embedding(embeds_tokens, self.embeddings)
-        out = self.head(embeds, features, positions, mask, self.cache.past())
-        self.cache.write(out.keys, out.values, counts)
+        out = self.head(embeds, features, positions, mask, cache.past())
+        cache.write(out.keys, out.values, counts)
         self.draft_calls += 1
         return out
 
@@ -153,18 +195,30 @@ class Eagle3Drafter(Drafter):
         """The queued pairs into the cache; per row the logits and feature after its last pair, and whether
         it has any pair at all (a one-token prompt has none before its first target step)."""
         counts = torch.tensor([len(q) for q in self.queue], dtype=torch.long)
-        width = max(1, int(counts.max()))
-        size = self.head.config.hidden_size
-        tokens = torch.zeros(len(self.queue), width, dtype=torch.long)
-        features = torch.zeros(len(self.queue), width, size, dtype=self._shape[2])
-        for row, queued in enumerate(self.queue):
-            for i, (feature, token) in enumerate(queued):
-                tokens[row, i], features[row, i] = token, feature
-        out = self._run(tokens, features, counts)
-        last = (counts - 1).clamp(min=0)
-        rows = torch.arange(len(self.queue))
+        batch, logits, prenorm = len(self.queue), None, None
+        for rows in catch_up_groups(counts):
+            tokens, features = self._queued(rows.tolist(), max(1, int(counts[rows].max())))
+            whole = len(rows) == batch
+            cache = self.cache if whole else self.cache.take(rows)
+            out = self._run(tokens, features, counts[rows], cache)
+            if not whole:
+                self.cache.put(rows, cache)
+            if logits is None:
+                logits = out.logits.new_zeros(batch, out.logits.shape[-1])
+                prenorm = out.prenorm.new_zeros(batch, out.prenorm.shape[-1])
+            last = torch.arange(len(rows)), (counts[rows] - 1).clamp(min=0)
+            logits[rows], prenorm[rows] = out.logits[last], out.prenorm[last]
         self.queue = [[] for _ in self.queue]
-        return out.logits[rows, last], out.prenorm[rows, last], self.cache.lengths > 0
+        return logits, prenorm, self.cache.lengths > 0
+
+    def _queued(self, rows: list[int], width: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """These rows' queued (token, feature) pairs as right-padded ``[len(rows), width]`` blocks."""
+        tokens = torch.zeros(len(rows), width, dtype=torch.long)
+        features = torch.zeros(len(rows), width, self.head.config.hidden_size, dtype=self._shape[2])
+        for i, row in enumerate(rows):
+            for j, (feature, token) in enumerate(self.queue[row]):
+                tokens[i, j], features[i, j] = token, feature
+        return tokens, features
 
     @torch.inference_mode()
     def propose(
@@ -179,7 +233,8 @@ class Eagle3Drafter(Drafter):
         state = {"feature": feature}
 
         def step(token: torch.Tensor) -> torch.Tensor:
-            out = self._run(token[:, None], state["feature"][:, None], torch.ones(batch, dtype=torch.long))
+            ones = torch.ones(batch, dtype=torch.long)
+            out = self._run(token[:, None], state["feature"][:, None], ones, self.cache)
             self._fed += 1
             state["feature"] = out.prenorm[:, -1]
             return self.head.target_logits(out.logits[:, -1])

@@ -87,7 +87,8 @@ def test_catch_up_bands_cover_every_row_once_without_padding_short_queues_to_lon
     groups = catch_up_groups(counts)
     assert sorted(torch.cat(groups).tolist()) == list(range(len(lengths)))
     if not lengths or max(lengths) <= CATCH_UP_SPLIT:
-        assert len(groups) == 1
+        assert len(groups) == 1  # short queues: one call, whatever their spread
+        return
     for group in groups:
         assert all(2 * int(counts[row]) >= int(counts[group].max()) for row in group)
 

@@ -9,4 +9,4 @@ mkdir -p /work/runs && cd /work/runs
 echo "== self-intents seed ${SEED:-400000} $(date -Is) $(lscpu | grep 'Model name')"
 timeout ${SELF_SECONDS:-10000} specdec data answers --dtype bf16 --batch-size 64 --max-new-tokens 128 \
   --max-prompt-tokens 768 --prompts self-intents --count 8064 --seed ${SEED:-400000}
-echo "== done $(date -Is) (exit $?)"
+rc=$?; echo "== done $(date -Is) (exit $rc)"

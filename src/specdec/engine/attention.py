@@ -4,8 +4,8 @@ transformers' SDPA attention packs a one-token step's query heads onto their key
 block of several tokens with a mask it first repeats every key/value head for each query head it serves
 (``repeat_kv``): a copy of the whole cached context per layer per call. On a CPU that copy is what makes a
 verify block dearer than a one-token step — on the reference machine a 2-token block cost 17-21 % over
-a step at one row, and 10× a step at 64 rows of 600 tokens (2026-11-26), where it was two thirds of the
-call. This attention puts each group's query heads one after another along the query axis instead, so
+a step at one row, and 8.5× a step at 64 rows of 300 tokens (2026-11-26), where it was two thirds of
+the call. This attention puts each group's query heads one after another along the query axis instead, so
 the kernel reads each key/value head in place, with the mask repeated for each head of a group.
 
 Registered with transformers' ``AttentionInterface`` as ``specdec_sdpa``; the engine selects it on its own

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Session 2026-11-26 (twentieth), issue 20: the shipped EAGLE-3 head (smollm2-135m-eagle3, a29b0732ad36442d: 2.42 M
-# answer positions seen of 1.17 M distinct tokens, since lost) continued on answers it has never seen: the three
+# answer positions seen of 1.17 M distinct tokens, since lost) continued on answers mostly new to it: the three
 # committed self-intents batches (primary-intents2) and ShareGPT's first turns of every length (primary-sharegpt2),
 # read as one (primary-2026-11-26.sh). A fresh schedule: 1 pass at batch 16 (STEPS), training-time test 4 deep,
 # lr 5e-4, warmup 50; held-out: each cache's 5 % tail, the selection set its first 64 sequences (both sources);

@@ -105,10 +105,8 @@ def test_a_banded_catch_up_computes_what_one_call_over_the_padded_batch_computes
         engine = Engine(TARGET)
         drafter.begin(
             prompts, engine.start(prompts, extra_slots=8, hidden_layers=drafter.target_hidden_layers)
-        )
-        with torch.inference_mode():
-            logits, feature, able = drafter._catch_up()
-        return logits, feature, able, drafter.cache
+        )  # the prompts are caught up at admission
+        return drafter._tail_logits, drafter._tail_feature, drafter.cache.lengths > 0, drafter.cache
 
     banded, whole = caught_up(CATCH_UP_SPLIT), caught_up(10**6)
     for ours, theirs in zip(banded[:2], whole[:2], strict=True):
@@ -121,3 +119,24 @@ def test_a_banded_catch_up_computes_what_one_call_over_the_padded_batch_computes
         torch.testing.assert_close(
             cache.values[row, :, :n], reference.values[row, :, :n], rtol=1e-4, atol=1e-4
         )
+
+
+def test_prompts_enter_the_head_at_admission_so_a_proposal_runs_only_its_draft_positions():
+    """A 150-token prompt's pairs pass through the head with the prefill; the first proposal's calls are
+    one position wide (its drafted guesses), so the γ policy times drafting, not the prompt: timed with
+    the prompt, one draft position on a RAG prompt cost a target step and the head was switched off for
+    good (2026-11-26 results page)."""
+    from specdec.sampling import KeyedDraws, SamplingConfig
+
+    prompt = torch.randint(3, len(TOK), (150,), generator=torch.Generator().manual_seed(5)).tolist()
+    drafter, engine = make_eagle3(TARGET, seed=1), Engine(TARGET)
+    widths: list[int] = []
+    drafter.head.register_forward_hook(lambda module, args, out: widths.append(args[0].shape[1]))
+    drafter.begin([prompt], engine.start([prompt], extra_slots=8, hidden_layers=drafter.target_hidden_layers))
+    assert widths == [149] and drafter.cache.lengths.tolist() == [149]
+    widths.clear()
+    before = fresh_chain(make_eagle3(TARGET, seed=1), TARGET, prompt)
+    widths.clear()
+    chain = drafter.propose(3, SamplingConfig(), KeyedDraws([0], [0]))
+    assert widths == [1, 1]  # guesses 2 and 3; the first comes from the tail left by the admission
+    assert chain.tokens[0].tolist() == before

@@ -162,21 +162,35 @@ class Eagle3Drafter(Drafter):
         self.queue: list[list[tuple[torch.Tensor, int]]] = []
         self._fed = torch.zeros(0, dtype=torch.long)
         self._last_tokens = torch.zeros(0, 0, dtype=torch.long)
+        # per row, the head's logits and output feature after its last cached pair: the first guess
+        vocab, hidden = self.head.lm_head.out_features, self.head.config.hidden_size
+        self._tail_logits = torch.zeros(0, vocab, dtype=self._shape[2])
+        self._tail_feature = torch.zeros(0, hidden, dtype=self._shape[2])
         self.admit(prompts, prefill)
 
     @torch.inference_mode()
     def admit(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
-        """Each prompt's pairs (feature at i, token i + 1), up to its pending last token, wait in its
-        queue."""
+        """Each prompt's pairs (feature at i, token i + 1), up to its pending last token, enter the head's
+        cache now, with the prefill.
+
+        Caught up at the first proposal instead, a long prompt's pass was timed as drafting: on a
+        700-token RAG prompt one draft position looked as costly as a target step, the γ policy
+        switched the head off after its first draft and no probe could pay for itself again (the
+        2026-11-26 results page: one head call in 128 steps on every RAG and summary prompt)."""
         self.cache.add_rows(len(prompts))
         self._fed = torch.cat([self._fed, torch.zeros(len(prompts), dtype=torch.long)])
         pad = self._last_tokens.new_zeros(len(prompts), self._last_tokens.shape[1])
         self._last_tokens = torch.cat([self._last_tokens, pad])
+        tails = self._tail_logits, self._tail_feature
+        self._tail_logits, self._tail_feature = (
+            torch.cat([t, t.new_zeros(len(prompts), t.shape[1])]) for t in tails
+        )
         features = None if prefill is None else self.head.fuse(prefill.hidden_states)
         for row, prompt in enumerate(prompts):
             n = len(prompt) - 1  # prefilled tokens, left-padded in the prefill's output
             own = [] if n == 0 else features[row, features.shape[1] - n :]
             self.queue.append([(own[i], int(prompt[i + 1])) for i in range(n)])
+        self._catch_up()
 
     def _run(
         self, embeds_tokens: torch.Tensor, features: torch.Tensor, counts: torch.Tensor, cache: RaggedCache
@@ -191,25 +205,23 @@ class Eagle3Drafter(Drafter):
         self.draft_calls += 1
         return out
 
-    def _catch_up(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The queued pairs into the cache; per row the logits and feature after its last pair, and whether
-        it has any pair at all (a one-token prompt has none before its first target step)."""
+    def _catch_up(self) -> None:
+        """The queued pairs into the cache, and each row's tail (logits and feature after its last pair)
+        brought up to date; rows with nothing queued keep theirs and cost no call."""
         counts = torch.tensor([len(q) for q in self.queue], dtype=torch.long)
-        batch, logits, prenorm = len(self.queue), None, None
-        for rows in catch_up_groups(counts):
-            tokens, features = self._queued(rows.tolist(), max(1, int(counts[rows].max())))
-            whole = len(rows) == batch
+        waiting = counts.nonzero().flatten()
+        for band in catch_up_groups(counts[waiting]) if len(waiting) else []:
+            rows = waiting[band]
+            tokens, features = self._queued(rows.tolist(), int(counts[rows].max()))
+            whole = len(rows) == len(self.queue)
             cache = self.cache if whole else self.cache.take(rows)
             out = self._run(tokens, features, counts[rows], cache)
             if not whole:
                 self.cache.put(rows, cache)
-            if logits is None:
-                logits = out.logits.new_zeros(batch, out.logits.shape[-1])
-                prenorm = out.prenorm.new_zeros(batch, out.prenorm.shape[-1])
-            last = torch.arange(len(rows)), (counts[rows] - 1).clamp(min=0)
-            logits[rows], prenorm[rows] = out.logits[last], out.prenorm[last]
+            last = torch.arange(len(rows)), counts[rows] - 1
+            self._tail_logits[rows] = out.logits[last].to(self._tail_logits.dtype)
+            self._tail_feature[rows] = out.prenorm[last].to(self._tail_feature.dtype)
         self.queue = [[] for _ in self.queue]
-        return logits, prenorm, self.cache.lengths > 0
 
     def _queued(self, rows: list[int], width: int) -> tuple[torch.Tensor, torch.Tensor]:
         """These rows' queued (token, feature) pairs as right-padded ``[len(rows), width]`` blocks."""
@@ -229,8 +241,9 @@ class Eagle3Drafter(Drafter):
         if gamma == 0:
             self._last_tokens = Draft.empty(batch).tokens
             return Draft.empty(batch)
-        logits, feature, able = self._catch_up()
-        state = {"feature": feature}
+        self._catch_up()
+        able = self.cache.lengths > 0  # a one-token prompt has no pair before its first target step
+        state = {"feature": self._tail_feature}
 
         def step(token: torch.Tensor) -> torch.Tensor:
             ones = torch.ones(batch, dtype=torch.long)
@@ -240,7 +253,7 @@ class Eagle3Drafter(Drafter):
             return self.head.target_logits(out.logits[:, -1])
 
         run = draft_autoregressively(
-            self.head.target_logits(logits), step, gamma, sampling, draws, min_confidence
+            self.head.target_logits(self._tail_logits), step, gamma, sampling, draws, min_confidence
         )
         if self.proposes_trees:
             tree = with_siblings(run, self.tree_width)
@@ -272,3 +285,4 @@ class Eagle3Drafter(Drafter):
         self.cache.select_rows(rows)
         self.queue = [self.queue[i] for i in rows.tolist()]
         self._fed, self._last_tokens = self._fed[rows], self._last_tokens[rows]
+        self._tail_logits, self._tail_feature = self._tail_logits[rows], self._tail_feature[rows]

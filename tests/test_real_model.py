@@ -35,6 +35,8 @@ DRAFTERS = [
     "bita[straight]:smollm2-135m-bita",
     "eagle3:smollm2-135m-eagle3",
     "int8:tree-2:eagle3:smollm2-135m-eagle3",
+    "lookup+bf16:eagle3:smollm2-135m-eagle3",
+    "lookup+int8:tree-2:eagle3:smollm2-135m-eagle3",
     "bita:smollm2-135m-bita",
     "bita[full-2]:smollm2-135m-bita",
     "tree-3:smollm2-135m-draft",

@@ -7,6 +7,7 @@ import torch
 
 from specdec.decoders import FixedGamma, PlainDecoding, Request, SpeculativeSampling, StopCriteria
 from specdec.drafters import LookupThenModelDrafter, ModelDrafter, make_drafter
+from specdec.drafters.base import Feedback
 from specdec.drafters.eagle3 import Eagle3Drafter
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
@@ -96,8 +97,8 @@ def test_lookup_plus_spelling_and_refusals(setup, tiny_model_dir):
     tok, target = setup
     drafter = make_drafter(f"lookup+{tiny_model_dir}", target, tok)
     assert isinstance(drafter, LookupThenModelDrafter) and isinstance(drafter.model, ModelDrafter)
-    with pytest.raises(InvalidArgumentError, match="chain-drafting model"):
-        make_drafter(f"lookup+tree-2:{tiny_model_dir}", target, tok)
+    tree = make_drafter(f"lookup+tree-2:{tiny_model_dir}", target, tok)
+    assert tree.proposes_trees and tree.model.tree_width == 2
     with pytest.raises(InvalidArgumentError, match="min_ngram"):
         LookupThenModelDrafter(drafter.model, min_ngram=0)
 
@@ -180,8 +181,8 @@ def test_lookup_plus_eagle3_spelling(tmp_path):
     drafter = make_drafter(f"lookup+int8:eagle3:{tmp_path / 'head'}", EAGLE_TARGET, None)
     assert isinstance(drafter, LookupThenModelDrafter) and isinstance(drafter.model, Eagle3Drafter)
     assert drafter.target_hidden_layers == head.aux_layers
-    with pytest.raises(InvalidArgumentError, match="chain-drafting"):
-        make_drafter(f"lookup+tree-2:eagle3:{tmp_path / 'head'}", EAGLE_TARGET, None)
+    tree = make_drafter(f"lookup+tree-2:eagle3:{tmp_path / 'head'}", EAGLE_TARGET, None)
+    assert tree.proposes_trees and tree.model.tree_width == 2
 
 
 class Asked(FixedGamma):
@@ -216,3 +217,43 @@ def test_lookup_and_the_model_each_have_their_own_gamma_policy(setup, kind):
     drafted = {source: sum(a > 0 for a in policy.asked) for source, policy in loop.policies.items()}
     honest = drafted == {"lookup": drafter.lookup_steps, "model": drafter.model_steps}
     assert honest == (kind is LookupThenModelDrafter)
+
+
+class PrefixHistory(LookupThenModelDrafter):
+    """Negative control: extends its lookup history with the first accepted nodes, not the tree's path."""
+
+    def update(self, feedback):
+        super().update(Feedback(feedback.num_accepted, feedback.next_token, feedback.target, None))
+
+
+def run_checking_history(target, drafter, prompts, temperature):
+    """SpS (γ 4, 40 tokens) with ``drafter`` (None: plain decoding); after each step, whether every running
+    row's lookup history is its prompt and the tokens settled so far."""
+    request = Request(prompts, SamplingConfig(temperature=temperature), StopCriteria(40), row_keys([3, 4], 1))
+    method = PlainDecoding() if drafter is None else SpeculativeSampling(4)
+    loop, in_step = method.loop(Engine(target), drafter, request), []
+    while loop.active:
+        loop.step()
+        if drafter is not None:
+            held = [h.tokens for h in drafter.history]
+            in_step.append(held == [list(prompts[r]) + loop.rows.tokens[r] for r in loop.active])
+    return loop.result().tokens, in_step
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.9])
+def test_lookup_then_a_tree_model_emits_plain_decodings_tokens_and_keeps_the_settled_text(setup, temperature):
+    """Model steps verify the model's tree, lookup steps a chain: the tokens are plain decoding's, and the
+    lookup history (and so later lookup drafts) holds exactly the settled text, siblings that won
+    included; a history that reads the first accepted nodes instead of the tree's path is caught."""
+    tok, target = setup
+    prompts = [tok.encode(p, add_special_tokens=False) for p in PROMPTS]
+    draft = perturbed_copy(target, 0.5)
+    drafter = LookupThenModelDrafter(ModelDrafter(draft, tok, tree_width=2))
+    tokens, in_step = run_checking_history(target, drafter, prompts, temperature)
+    assert tokens == run_checking_history(target, None, prompts, temperature)[0]
+    assert drafter.lookup_steps > 0 and drafter.model_steps > 0 and all(in_step)
+    if temperature == 0:  # greedy, siblings win here (14 times): the control's history goes wrong
+        _, control = run_checking_history(
+            target, PrefixHistory(ModelDrafter(draft, tok, tree_width=2)), prompts, temperature
+        )
+        assert not all(control)

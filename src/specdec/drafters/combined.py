@@ -27,8 +27,9 @@ from specdec.sampling import Draws, Sampling
 
 
 class LookupThenModelDrafter(Drafter):
-    """Prompt lookup (n-grams of ``min_ngram`` to ``max_ngram`` tokens) first, ``model`` elsewhere: a
-    chain-drafting draft model or EAGLE-3 head (one that can ``adopt`` a draft it did not make)."""
+    """Prompt lookup (n-grams of ``min_ngram`` to ``max_ngram`` tokens) first, ``model`` elsewhere: a draft
+    model or EAGLE-3 head (one that can ``adopt`` a draft it did not make), chain or tree (``tree-K:``:
+    the model's steps verify a tree, lookup's a chain)."""
 
     has_confidence = True  # BiLD's fallback applies to the model's drafts; lookup steps ignore it
 
@@ -40,14 +41,15 @@ class LookupThenModelDrafter(Drafter):
         min_ngram: int = 2,
         name: str = "lookup+",
     ):
-        if not isinstance(model, ModelDrafter | Eagle3Drafter) or model.proposes_trees:
+        if not isinstance(model, ModelDrafter | Eagle3Drafter):
             raise InvalidArgumentError(
-                "lookup+MODEL needs a chain-drafting model or EAGLE-3 head (no tree-K:, no Tandem)"
+                "lookup+MODEL needs a draft model or an EAGLE-3 head (no Tandem, no BiTA)"
             )
         if not 1 <= min_ngram <= max_ngram:
             raise InvalidArgumentError(f"need 1 <= min_ngram <= max_ngram, got {min_ngram}, {max_ngram}")
         self.model, self.max_ngram, self.min_ngram, self.name = model, max_ngram, min_ngram, name
         self.target_hidden_layers = model.target_hidden_layers  # an EAGLE-3 head's features
+        self.proposes_trees = model.proposes_trees
         self.lookup_steps = self.model_steps = 0
 
     @property
@@ -93,7 +95,8 @@ class LookupThenModelDrafter(Drafter):
         self.model.update(feedback)
         settled = zip(feedback.num_accepted.tolist(), feedback.next_token.tolist(), strict=True)
         for row, (n, t) in enumerate(settled):
-            self.history[row].extend([*self._last[row, :n].tolist(), t])
+            nodes = list(range(n)) if feedback.path is None else feedback.path[row, :n].tolist()
+            self.history[row].extend([*self._last[row, nodes].tolist(), t])
 
     def admit(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
         self.model.admit(prompts, prefill)

@@ -37,7 +37,7 @@ DRAFTER_SPECS: tuple[tuple[str, str], ...] = (
     ("prompt-lookup", "n-gram lookup in the context: free, pays where the answer copies the prompt"),
     ("MODEL", "an independent small model with the target's tokenizer: a built-in name, HF folder or .gguf"),
     ("lookup+MODEL", "prompt lookup where the context has a match of 2+ tokens, the draft model elsewhere"),
-    ("lookup+eagle3:PATH", "the same with an EAGLE-3 head (a chain; int8: / bf16: before eagle3: as above)"),
+    ("lookup+eagle3:PATH", "the same with an EAGLE-3 head (int8: / bf16: / tree-K: before eagle3: as below)"),
     ("int8:MODEL", "the small model's linears quantised to int8 (dynamic): a cheaper draft, same output"),
     ("bf16:MODEL, fp16:MODEL", "the small model loaded in that precision"),
     ("vocab-N:MODEL", "its output head cut to the N tokens the target writes most (draft_vocab.json)"),

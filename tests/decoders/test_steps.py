@@ -48,6 +48,8 @@ FAMILIES = {
     "model": lambda target, tok: ModelDrafter(make_llama(len(tok), seed=7), tok),
     "tandem": lambda target, tok: TandemDrafter(make_tandem(target), tok),
     "eagle3": lambda target, tok: make_eagle3(target),
+    # the llama target's own weights, drafting trees: drafts are kept, so draft caps are put to the test
+    "tree": lambda target, tok: ModelDrafter(make_llama(len(tok), seed=0, layers=4), tok, tree_width=2),
     "early-exit": lambda target, tok: EarlyExitDrafter(target, 2),
 }
 SAMPLINGS = [
@@ -132,7 +134,7 @@ def test_arrivals_and_aborts_never_change_what_a_request_gets(kind, family, reqs
         for i in [i for i in pending if reqs[i][3] <= step]:
             prompt, max_new, seed, _, _, sampling, cap, thresholds = reqs[i]
             stop = StopCriteria(max_new, frozenset({0}))
-            # A tree has one shape for every row; BiLD's text depends on its drafts (not lossless).
+            # BiTA shapes one block for every row (no caps); BiLD's text depends on its drafts (not lossless).
             cap = None if family in ("bita", "bild") else cap
             keys = row_keys([seed], 1)
             (row,) = loop.admit([POOL[prompt]], keys, stop, sampling, draft_cap=cap, thresholds=thresholds)

@@ -200,11 +200,12 @@ def flatten(tables: Tables, shape: list) -> tuple[tuple[int, ...], list[tuple[in
     return tuple(parents), paths
 
 
-def run_rounds(tables: Tables, rows: int, seed: int) -> list[tuple[int, ...]]:
+def run_rounds(tables: Tables, rows: int, seed: int, depth_cap: int | None = None) -> list[tuple[int, ...]]:
     parents, paths = flatten(tables, SHAPE)
     tokens = torch.tensor([[path[-1] for path in paths]] * rows)
     q = torch.stack([tables.q(()), *[tables.q(path) for path in paths]])[None].expand(rows, -1, -1)
-    result = tree_rejection_sample(tokens, parents, None, q, torch.Generator().manual_seed(seed))
+    caps = None if depth_cap is None else torch.full((rows,), depth_cap)
+    result = tree_rejection_sample(tokens, parents, None, q, torch.Generator().manual_seed(seed), caps)
     out = []
     for row in range(rows):
         n = int(result.num_accepted[row])
@@ -236,6 +237,21 @@ def test_the_chi_square_detects_a_broken_sampler(monkeypatch):
     law = round_law(tables, (), SHAPE, sampled=False)  # the correct law, computed before breaking it
     monkeypatch.setattr(tree, "residual_distribution", lambda p, q: q)
     assert chi_square_pvalue(run_rounds(tables, 3000, 0), law) < 1e-6
+
+
+def pruned(shape: list, depth: int) -> list:
+    """The tree ``shape`` without its nodes deeper than ``depth``."""
+    return [] if depth == 0 else [pruned(sub, depth - 1) for sub in shape]
+
+
+@pytest.mark.parametrize("cap", [0, 1])
+def test_a_row_capped_at_a_depth_draws_the_law_of_the_tree_cut_there(cap):
+    """A request's draft cap stops its walk at that depth: what it emits follows the law of the tree
+    pruned there (so still the target's law), and a sampler that ignores the cap is caught."""
+    tables = Tables(4, seed=5)  # rounds keep 1+ node 63 % of the time, 2 nodes 38 %
+    law = round_law(tables, (), pruned(SHAPE, cap), sampled=False)
+    assert chi_square_pvalue(run_rounds(tables, 3000, 5, depth_cap=cap), law) > 1e-3
+    assert chi_square_pvalue(run_rounds(tables, 3000, 5), law) < 1e-6
 
 
 def test_keyed_draws_make_the_tree_sampler_reproducible():

@@ -6,6 +6,8 @@ them stays a sequence of steps."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from specdec.drafters import Draft
@@ -18,7 +20,10 @@ ACCEPTED, RESAMPLED, BONUS, TARGET = "accepted", "resampled", "bonus", "target"
 
 def cap(draft: Draft, usable: torch.Tensor) -> Draft:
     """A chain cut to each row's usable length, then to the longest row: a row verifies only the draft
-    tokens it can emit, so what it emits never depends on the other rows' budgets."""
+    tokens it can emit, so what it emits never depends on the other rows' budgets. A tree keeps its one
+    shape, and each row keeps nodes down to its usable depth only (``depth_caps``)."""
+    if draft.parents is not None:
+        return replace(draft, depth_caps=usable.clone())
     lengths = torch.minimum(draft.row_lengths(), usable)
     width = int(lengths.max()) if len(lengths) else 0
     probs = None if draft.probs is None else draft.probs[:, :width]

@@ -215,7 +215,7 @@ class DraftVerifyLoop:
         gamma = 0 if usable is None else draft_length(self._source_policy(), usable, target, self.drafter)
         with self.stats.timed("draft_time", target.device):
             draft = self.drafter.propose(gamma, sampling, draws, min_confidence=self.row_thresholds(0))
-        if draft.gamma and draft.parents is None and draft.extra is None:
+        if draft.gamma and draft.extra is None:
             draft = cap(draft, usable)  # short, stopped or over-budget drafts: don't verify padding
         return gamma, draft
 
@@ -252,7 +252,10 @@ class DraftVerifyLoop:
         if self.policy is None or self.drafter.block_positions:  # plain decoding; a tree's own shape
             return
         chain = draft.parents is None  # a tree is scored by its depth, the γ it was drafted at
-        depth, depths = (draft.gamma, lengths) if chain else (gamma, torch.full_like(lengths, gamma))
+        depths = torch.full_like(lengths, gamma)
+        if not chain and draft.depth_caps is not None:  # rows capped below it could keep fewer
+            depths = depths.clamp(max=draft.depth_caps)
+        depth, depths = (draft.gamma, lengths) if chain else (gamma, depths)
         kept, drafted = accepted.tolist(), depths.tolist()
         self._step_policy.update(
             StepResult(depth, kept, drafted, verify_time, draft_time, len(kept), asked=gamma)

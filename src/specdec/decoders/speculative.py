@@ -73,7 +73,8 @@ def coupled_verify(
 ) -> Verification | TreeVerification:
     """Keep draft tokens while they equal the target's own choice; emit its choice at the first miss."""
     if draft.parents is not None:
-        return tree_match_verify(draft.tokens, draft.parents, tree_choices(logits, sampling, draws))
+        choose = tree_choices(logits, sampling, draws)
+        return tree_match_verify(draft.tokens, draft.parents, choose, draft.depth_caps)
     return match_verify(draft.tokens, target_choices(logits, sampling, draws), draft.row_lengths())
 
 
@@ -86,7 +87,7 @@ def rejection_verify(
     q = logits_to_probs(logits, sampling).cpu()
     if draft.parents is not None:
         probs = None if draft.probs is None else draft.probs.cpu()
-        return tree_rejection_sample(draft.tokens, draft.parents, probs, q, draws)
+        return tree_rejection_sample(draft.tokens, draft.parents, probs, q, draws, draft.depth_caps)
     p = draft.probs
     if p is None:  # a deterministic proposal is a one-hot p
         p = F.one_hot(draft.tokens, q.shape[-1]).to(q.dtype)

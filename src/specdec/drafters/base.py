@@ -42,6 +42,9 @@ class Draft:
     # A tree: node i's parent node, −1 for the pending token; every row proposes all nodes. None: a chain.
     parents: tuple[int, ...] | None = None
     extra: BlockExtra | None = None
+    # A tree's deepest node each row may keep ([B]: its usable draft length, a request's draft cap or
+    # budget); None: any. A chain is cut to its rows' lengths instead.
+    depth_caps: torch.Tensor | None = None
 
     @property
     def gamma(self) -> int:

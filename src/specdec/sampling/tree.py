@@ -84,11 +84,17 @@ def chain_parents(length: int) -> tuple[int, ...]:
 TreeChoose = Callable[[torch.Tensor, int, torch.Tensor], torch.Tensor]
 
 
-def tree_match_verify(tokens: torch.Tensor, parents: Sequence[int], choose: TreeChoose) -> TreeVerification:
+def tree_match_verify(
+    tokens: torch.Tensor,
+    parents: Sequence[int],
+    choose: TreeChoose,
+    depth_caps: torch.Tensor | None = None,
+) -> TreeVerification:
     """Walk down from the root keeping the child equal to the target's choice (see the module doc).
 
     ``choose`` is called once per depth for the rows still walking, so randomness for depths no row
-    reaches is never drawn. Siblings should differ (a repeated token can only be kept once).
+    reaches is never drawn. Siblings should differ (a repeated token can only be kept once). A row
+    stops at depth ``depth_caps[b]`` (its draft cap or budget) and emits the target's choice there.
     """
     batch = tokens.shape[0]
     kids = children(parents)
@@ -109,6 +115,8 @@ def tree_match_verify(tokens: torch.Tensor, parents: Sequence[int], choose: Tree
                     step[k] = child
                     break
         stop = step < 0
+        if depth_caps is not None:
+            stop |= depth_caps[rows] <= depth
         num_accepted[rows[stop]], next_token[rows[stop]] = depth, choice[stop]
         rows = rows[~stop]
         if len(rows):
@@ -123,8 +131,10 @@ def tree_rejection_sample(
     p: torch.Tensor | None,
     q: torch.Tensor,
     draws: Draws | torch.Generator | None = None,
+    depth_caps: torch.Tensor | None = None,
 ) -> TreeVerification:
     """Recursive rejection sampling down the tree (see the module doc); emitted tokens follow q exactly.
+    A row stops at depth ``depth_caps[b]`` and draws its token there from q itself.
 
     ``tokens`` [B, N], ``p`` [B, N, V] the distribution each node's token was proposed from (None: every
     node deterministic, one-hot), ``q`` [B, N+1, V] the target at [root, nodes]. Randomness: at depth d
@@ -153,7 +163,7 @@ def tree_rejection_sample(
         while True:
             target = q64[row, pos]
             kept = None
-            if kids[pos]:
+            if kids[pos] and (depth_caps is None or depth < int(depth_caps[row])):
                 uniforms = draws.uniforms(depth, widest, torch.tensor([row]), Stream.ACCEPT)[0]
                 for k, child in enumerate(kids[pos]):
                     token = int(tokens[row, child])

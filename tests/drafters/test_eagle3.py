@@ -134,8 +134,7 @@ def test_prompts_enter_the_head_at_admission_so_a_proposal_runs_only_its_draft_p
     drafter.head.register_forward_hook(lambda module, args, out: widths.append(args[0].shape[1]))
     drafter.begin([prompt], engine.start([prompt], extra_slots=8, hidden_layers=drafter.target_hidden_layers))
     assert widths == [149] and drafter.cache.lengths.tolist() == [149]
-    widths.clear()
-    before = fresh_chain(make_eagle3(TARGET, seed=1), TARGET, prompt)
+    before = fresh_chain(make_eagle3(TARGET, seed=1), TARGET, prompt)  # another head: no hook
     widths.clear()
     chain = drafter.propose(3, SamplingConfig(), KeyedDraws([0], [0]))
     assert widths == [1, 1]  # guesses 2 and 3; the first comes from the tail left by the admission

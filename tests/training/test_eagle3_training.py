@@ -7,6 +7,8 @@ import json
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from specdec.cli.main import main
 from specdec.decoders import PlainDecoding, Request, SpeculativeSampling, StopCriteria
@@ -17,7 +19,7 @@ from specdec.pipeline import Pipeline
 from specdec.sampling import SamplingConfig, row_keys
 from specdec.training.answers import generate_answers
 from specdec.training.eagle3 import Eagle3TrainConfig, train_eagle3
-from specdec.training.primary_cache import CacheSpec, build_primary_cache
+from specdec.training.primary_cache import CacheSpec, build_primary_cache, micro_batches
 from tiny import chains_against_fresh, make_eagle3_head, make_llama, make_tokenizer
 
 PROMPTS = [
@@ -106,6 +108,41 @@ def test_resume_reproduces_an_uninterrupted_run(tmp_path, target, cache):
     a = load_head(straight.parent / "checkpoint-20").state_dict()
     b = load_head(resumed_dir / "run" / "checkpoint-20").state_dict()
     assert all(torch.allclose(a[k].float(), b[k].float(), atol=1e-6) for k in a)
+
+
+@given(st.lists(st.integers(1, 100), min_size=1, max_size=24), st.one_of(st.none(), st.integers(1, 400)))
+def test_micro_batches_cover_every_row_once_within_the_token_limit(lengths, limit):
+    groups = micro_batches(lengths, limit)
+    assert sorted(r for g in groups for r in g) == list(range(len(lengths)))
+    if limit is None:
+        assert groups == [list(range(len(lengths)))]
+        return
+    order = [lengths[r] for g in groups for r in g]
+    assert order == sorted(order)  # shortest first: each group pads to little more than its rows
+    assert all(len(g) == 1 or len(g) * max(lengths[r] for r in g) <= limit for g in groups)
+    # greedy: a group was closed only because the next row would not fit
+    assert all((len(a) + 1) * lengths[b[0]] > limit for a, b in itertools.pairwise(groups))
+
+
+def test_micro_batches_take_the_same_steps_as_whole_batches(tmp_path, target, cache):
+    """Gradients summed over micro-batches, each pass's loss over the whole step's positions: the same
+    weights as one padded batch (a per-micro-batch mean would weigh short sequences' tokens more)."""
+    picks = list(range(8))
+    assert len(micro_batches([cache.length(i) for i in picks], 96)) > 2  # the limit does split these
+    runs = {}
+    for name, limit in (("whole", None), ("micro", 96)):
+        folder = tmp_path / name
+        train_eagle3(
+            make_eagle3_head(target),
+            embeddings(target),
+            cache,
+            config(folder, steps=4, eval_every=4, save_every=4, max_batch_tokens=limit),
+            VERIFIER,
+        )
+        runs[name] = load_head(folder / "run" / "checkpoint-4").state_dict()
+    assert all(torch.allclose(runs["whole"][k], runs["micro"][k], atol=1e-5) for k in runs["whole"])
+    start = make_eagle3_head(target).state_dict()
+    assert any(not torch.equal(runs["whole"][k], start[k]) for k in start)  # the steps did move it
 
 
 def test_the_trained_head_drafts_losslessly_with_accepted_tokens(tmp_path, tok, target, answers, cache):

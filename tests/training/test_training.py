@@ -412,6 +412,20 @@ def test_self_written_prompts_follow_their_openers(tmp_path, tok, target, monkey
     assert plain == ["what is a cache?", "this into French: chat", "How?"]
 
 
+def test_passage_questions_ask_about_long_snippets_spread_through_each_document(tmp_path):
+    from specdec.training.answers import PASSAGE_QUESTIONS, load_prompts
+
+    text = "".join(f"w{i:04d} " for i in range(4000))  # 24,000 characters, each word unique
+    (tmp_path / "docs.jsonl").write_text(json.dumps({"text": text}) + "\n")
+    prompts = load_prompts(f"passage-question:{tmp_path / 'docs.jsonl'}", 8, snippet_chars=2000)
+    passages = [p.rpartition("\n\n")[0] for p in prompts]
+    assert [p.rpartition("\n\n")[2] for p in prompts] == [*PASSAGE_QUESTIONS, *PASSAGE_QUESTIONS][:8]
+    assert all(1990 <= len(p) <= 2000 and p in text for p in passages)
+    assert passages[0].startswith("w0000") and passages[-1].startswith("w3500")  # every eighth of the text
+    with pytest.raises(InvalidArgumentError, match="snippet_chars"):
+        load_prompts(f"summarize:{tmp_path / 'docs.jsonl'}", 8, snippet_chars=0)
+
+
 def test_repeated_prompts_across_answer_files_are_kept_once():
     from specdec.training.answers import TargetAnswer, distinct_answers
 

@@ -23,12 +23,19 @@ def add_answers_arguments(parser: argparse.ArgumentParser) -> None:
         "--prompts",
         action="append",
         required=True,
-        help="KIND:PATH (KIND: gsm8k, continue, summarize, explain-code); conversations:PATH (a JSONL of "
+        help="KIND:PATH (KIND: gsm8k, continue, summarize, explain-code, passage-question: a passage, then a "
+        "question about it); conversations:PATH (a JSONL of "
         "{'turns': [...]}, e.g. ShareGPT's user turns: the target answers every turn itself); `self`: "
         "requests the target writes itself from its chat template's user turn (Magpie); `self-intents`: "
         "the same, steered by openers over the intents users bring; repeatable",
     )
     parser.add_argument("--seed", type=int, default=0, help="sampling seed of self-written requests")
+    parser.add_argument(
+        "--snippet-chars",
+        type=int,
+        default=600,
+        help="characters of each corpus passage in KIND:PATH prompts (~4 a token: 2400 for RAG-length ones)",
+    )
     parser.add_argument("--count", type=int, default=1000, help="prompts (or conversations) per source")
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument(
@@ -64,7 +71,7 @@ def run_answers(args: argparse.Namespace) -> list[Path]:
     check_count("--max-prompt-tokens", args.max_prompt_tokens)
     own = ("self", "self-intents")
     single = [s for s in args.prompts if s not in own and not s.startswith("conversations:")]
-    corpora = [load_prompts(spec, args.count) for spec in single]
+    corpora = [load_prompts(spec, args.count, snippet_chars=args.snippet_chars) for spec in single]
     chats = [
         load_conversations(Path(s.partition(":")[2]), args.count)
         for s in args.prompts

@@ -26,6 +26,13 @@ def add_eagle3_arguments(parser: argparse.ArgumentParser) -> None:
     opt.add_argument("--steps", type=int, default=1000)
     opt.add_argument("--ttt-steps", type=int, default=4, help="chain depth unrolled in training")
     opt.add_argument("--batch-size", type=int, default=16, help="sequences per step")
+    opt.add_argument(
+        "--max-batch-tokens",
+        type=int,
+        default=None,
+        help="split each step into micro-batches of at most this many padded tokens, shortest first (the "
+        "same step, less padding where sequence lengths differ; e.g. 4096)",
+    )
     opt.add_argument("--lr", type=float, default=1e-3)
     opt.add_argument("--warmup", type=int, default=50)
     opt.add_argument("--eval-every", type=int, default=100)
@@ -88,6 +95,7 @@ def run_train_eagle3(args: argparse.Namespace) -> Path:
         steps=args.steps,
         ttt_steps=args.ttt_steps,
         batch_size=args.batch_size,
+        max_batch_tokens=args.max_batch_tokens,
         lr=args.lr,
         warmup_steps=args.warmup,
         heldout_fraction=args.heldout_fraction,

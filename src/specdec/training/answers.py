@@ -30,7 +30,19 @@ TEMPLATES = {
     "continue": "Continue the following text for a few sentences:\n\n{text}",
     "summarize": "Summarize the following passage in two sentences:\n\n{text}",
     "explain-code": "Explain what the following Python code does:\n\n{text}",
+    "passage-question": "{text}\n\n{question}",
 }
+
+# Questions asked after a passage (``passage-question``, one per snippet in turn): requests whose answers
+# copy from a long context, as retrieval-augmented ones do, where a head trained on chat alone guesses little.
+PASSAGE_QUESTIONS = (
+    "What is the passage above mainly about?",
+    "Describe what happens in the text above.",
+    "According to the passage, what are the key points?",
+    "Explain the main ideas of the text above in your own words.",
+    "Who or what is described in the passage, and what do we learn about them?",
+    "List the important facts stated in the passage.",
+)
 
 
 # Openers that steer self-written requests towards what users ask of a chat model (one per intent:
@@ -71,10 +83,11 @@ class TargetAnswer:
 def load_prompts(spec: str, limit: int, snippet_chars: int = 600, per_document: int = 8) -> list[str]:
     """Up to ``limit`` prompts from ``KIND:PATH`` (KIND a key of :data:`TEMPLATES`).
 
-    gsm8k reads each line's ``question``; other kinds cut ``per_document`` snippets spread evenly
-    through each document's ``text`` (a book's opening pages alone would teach little), then take an
-    even spread of the snippets found.
+    gsm8k reads each line's ``question``; other kinds cut ``per_document`` snippets of ``snippet_chars``
+    spread evenly through each document's ``text`` (a book's opening pages alone would teach little),
+    then take an even spread of the snippets found (``passage-question`` asks each its question in turn).
     """
+    check_count("snippet_chars", snippet_chars)
     kind, _, path = spec.partition(":")
     if kind not in TEMPLATES or not path:
         raise EmptyDataError(
@@ -101,7 +114,9 @@ def load_prompts(spec: str, limit: int, snippet_chars: int = 600, per_document: 
     if not texts:
         raise EmptyDataError(f"no prompts found in {file}")
     step = max(1, len(texts) // limit)
-    return [TEMPLATES[kind].format(text=t) for t in texts[::step][:limit]]
+    chosen = texts[::step][:limit]
+    questions = [PASSAGE_QUESTIONS[i % len(PASSAGE_QUESTIONS)] for i in range(len(chosen))]
+    return [TEMPLATES[kind].format(text=t, question=q) for t, q in zip(chosen, questions, strict=True)]
 
 
 def user_turn_prefix(tokenizer) -> list[int]:

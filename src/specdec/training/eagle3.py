@@ -19,7 +19,6 @@ import time
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
-from functools import partial
 from pathlib import Path
 
 import torch
@@ -40,7 +39,7 @@ from specdec.training.distributed import (
     sync_gradients,
     sync_weights,
 )
-from specdec.training.primary_cache import PrimaryCache, split
+from specdec.training.primary_cache import PrimaryCache, micro_batches, split
 
 LOSS_DECAY = 0.8  # EAGLE-3's weight of the j-th unrolled pass: 0.8^j
 
@@ -58,6 +57,7 @@ class Eagle3TrainConfig:
     eval_every: int = 100
     eval_sequences: int = 64
     save_every: int = 200
+    max_batch_tokens: int | None = None  # micro-batches of at most this many padded tokens (micro_batches)
     seed: int = 0
     resume: bool = False
     bf16: bool = False
@@ -66,6 +66,8 @@ class Eagle3TrainConfig:
     def __post_init__(self) -> None:
         for name in ("steps", "ttt_steps", "batch_size", "eval_sequences", "eval_every", "save_every"):
             check_count(name, getattr(self, name))
+        if self.max_batch_tokens is not None:
+            check_count("max_batch_tokens", self.max_batch_tokens)
         if not 0 < self.heldout_fraction < 1:
             raise InvalidArgumentError(f"heldout_fraction must be in (0, 1), got {self.heldout_fraction}")
 
@@ -128,23 +130,37 @@ def draft_index(head: Eagle3Head) -> torch.Tensor:
     return index.index_copy_(0, head.draft_ids, torch.arange(len(head.d2t), device=head.d2t.device))
 
 
+def _teacher(batch: dict, j: int, width: int, index: torch.Tensor) -> tuple:
+    """Pass j's answer positions, and at those whose top-k reaches the draft vocabulary at all (``kept``)
+    the target's top-k renormalised on it, with their draft-vocabulary indices."""
+    where, values, ids = pass_targets(batch, j, width)
+    draft_ids = index[ids[where]]
+    teacher = torch.softmax(values[where].float(), -1) * (draft_ids >= 0)
+    mass = teacher.sum(-1, keepdim=True)
+    kept = mass[:, 0] > 0
+    return where, kept, teacher[kept] / mass[kept], draft_ids[kept].clamp(min=0)
+
+
+def pass_counts(batch: dict, index: torch.Tensor, depth: int) -> list[int]:
+    """Each pass's positions that count in its loss (``kept`` in :func:`_teacher`)."""
+    width = batch["tokens"].shape[1] - 1
+    return [int(_teacher(batch, j, width, index)[1].sum()) for j in range(depth)]
+
+
 def ttt_loss(
-    logits: list[torch.Tensor], batch: dict, index: torch.Tensor, denominator=lambda n: max(float(n), 1.0)
+    logits: list[torch.Tensor], batch: dict, index: torch.Tensor, denominators: Sequence[float] | None = None
 ) -> tuple[torch.Tensor, list[float]]:
     """Σ_j 0.8^j · soft CE of pass j to the target's top-k (renormalised on the draft vocabulary), over
-    Σ_j 0.8^j. Each pass's sum is divided by ``denominator(positions)``: its position count in one
-    process, the batch's count spread over the processes in several (see ``global_denominator``)."""
+    Σ_j 0.8^j. Each pass's sum is divided by its ``denominators`` entry: the whole step's position count
+    when ``batch`` is one micro-batch of it, spread over the processes in several (``global_denominator``);
+    by default the batch's own count."""
     total, weights, per_pass = logits[0].new_zeros((), dtype=torch.float32), 0.0, []
     for j, step_logits in enumerate(logits):
-        where, values, ids = pass_targets(batch, j, step_logits.shape[1])
+        where, kept, teacher, draft_ids = _teacher(batch, j, step_logits.shape[1], index)
         log_p = torch.log_softmax(step_logits[where].float(), -1)
-        draft_ids = index[ids[where]]
-        teacher = torch.softmax(values[where].float(), -1) * (draft_ids >= 0)
-        mass = teacher.sum(-1, keepdim=True)
-        kept = mass[:, 0] > 0  # positions whose top-k reaches the draft vocabulary at all
-        teacher = teacher[kept] / mass[kept]
-        summed = -(teacher * log_p[kept].gather(-1, draft_ids[kept].clamp(min=0))).sum()
-        loss = summed / denominator(int(kept.sum()))
+        summed = -(teacher * log_p[kept].gather(-1, draft_ids)).sum()
+        denominator = max(float(kept.sum()), 1.0) if denominators is None else denominators[j]
+        loss = summed / denominator
         total = total + LOSS_DECAY**j * loss
         weights += LOSS_DECAY**j
         per_pass.append(loss.item())
@@ -190,17 +206,32 @@ def check_cache(head: Eagle3Head, cache: PrimaryCache) -> None:
         )
 
 
-def _optimise(
-    head: Eagle3Head, loss: torch.Tensor, optimizer, scheduler, accelerator, grad_clip: float
-) -> None:
-    """One step on ``loss``; with several processes on the batch's gradient (their mean: see ttt_loss)."""
-    loss.backward()
-    sync_gradients(head.parameters(), accelerator)
-    if grad_clip:
-        torch.nn.utils.clip_grad_norm_(head.parameters(), grad_clip)
-    optimizer.step()
-    scheduler.step()
-    optimizer.zero_grad()
+def _train_step(
+    model: Eagle3Head, embeddings: torch.Tensor, cache: PrimaryCache, ids: Sequence[int], index, context: dict
+) -> tuple[float, list[float], int]:
+    """One optimiser step on sequences ``ids``: micro-batches under ``max_batch_tokens``, their gradients
+    summed (each pass's loss is over the whole step's positions, in every process: see ttt_loss), then
+    one update. Returns the loss, each pass's, and the answer positions seen."""
+    config, accelerator = context["config"], context["accelerator"]
+    groups = micro_batches([cache.length(i) for i in ids], config.max_batch_tokens)
+    batches = [on_device(cache.batch([ids[r] for r in group]), accelerator.device) for group in groups]
+    counts = [sum(c) for c in zip(*(pass_counts(b, index, config.ttt_steps) for b in batches), strict=True)]
+    denominators = [global_denominator(c, accelerator) for c in counts]
+    loss, per_pass, answers = 0.0, [0.0] * config.ttt_steps, 0
+    for batch in batches:
+        with context["autocast"]:
+            logits = unrolled_logits(model, embeddings, batch, config.ttt_steps)
+        part, parts = ttt_loss(logits, batch, index, denominators)
+        part.backward()
+        loss += part.item()
+        per_pass = [a + b for a, b in zip(per_pass, parts, strict=True)]
+        answers += int((batch["next_is_answer"] & batch["valid"]).sum())
+    sync_gradients(model.parameters(), accelerator)
+    if config.grad_clip:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+    for step in (context["optimizer"].step, context["scheduler"].step, context["optimizer"].zero_grad):
+        step()
+    return loss, per_pass, answers
 
 
 def train_eagle3(
@@ -222,9 +253,8 @@ def train_eagle3(
     start, best, tokens_seen = (
         load_trainer_state(checkpoints[-1], optimizer, scheduler) if checkpoints else (0, None, 0)
     )
-    model = head.to(accelerator.device).train()  # not DDP-wrapped: the passes call its parts (see _optimise)
+    model = head.to(accelerator.device).train()  # not DDP-wrapped: the passes call its parts (_train_step)
     sync_weights(model, accelerator)
-    denominator = partial(global_denominator, accelerator=accelerator)
     if accelerator.is_main_process and not (config.resume and (output / "train_config.json").is_file()):
         (output / "train_config.json").write_text(json.dumps(asdict(config), indent=1))
 
@@ -234,46 +264,44 @@ def train_eagle3(
             save_head(model, folder, verifier, speculative_tokens=config.ttt_steps)
             save_trainer_state(folder, step, best, tokens_seen, optimizer, scheduler)
 
-    autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
-    if start == 0:  # the starting head's scores: the bar a continued head must clear to become the best
-        record = {"step": 0, "tokens_seen": 0} | evaluate_head(
-            model, embeddings, cache, heldout_ids, config.ttt_steps
-        )
-        best = {"step": 0} | {k: v for k, v in record.items() if k.startswith(("heldout", "accepted"))}
-        save(output / "best", 0)
+    def score_and_log(record: dict, scored: bool) -> None:
+        """Append ``record`` to the log; when ``scored``, with held-out scores, a better chain than the best
+        so far becoming the best (step 0 scores the starting head: the bar a continued one must clear)."""
+        nonlocal best
+        if scored:
+            record |= evaluate_head(model, embeddings, cache, heldout_ids, config.ttt_steps)
+            if best is None or record["accepted_per_chain"] > best["accepted_per_chain"]:
+                best = {"step": record["step"]} | {
+                    k: v for k, v in record.items() if k.startswith(("heldout", "accepted"))
+                }
+                save(output / "best", record["step"])
+            record["best_step"] = best["step"]
         if accelerator.is_main_process:
             with (output / "log.jsonl").open("a") as f:
-                f.write(json.dumps(record | {"best_step": 0}) + "\n")
+                f.write(json.dumps(record) + "\n")
+
+    autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
+    context = {"config": config, "accelerator": accelerator, "autocast": autocast}
+    context |= {"optimizer": optimizer, "scheduler": scheduler}
+    if start == 0:
+        score_and_log({"step": 0, "tokens_seen": 0}, scored=True)
     started = time.perf_counter()
     for step in tqdm(range(start, config.steps), initial=start, total=config.steps, desc="train eagle3"):
         picks, _ = rank_picks(len(train_ids), config.batch_size, config.seed, step, accelerator)
-        batch = on_device(cache.batch([train_ids[i] for i in picks]), accelerator.device)
-        with autocast:
-            logits = unrolled_logits(model, embeddings, batch, config.ttt_steps)
-        loss, per_pass = ttt_loss(logits, batch, index, denominator)
-        _optimise(model, loss, optimizer, scheduler, accelerator, config.grad_clip)
-        loss = batch_mean(loss, accelerator)
-        tokens_seen += batch_count(int((batch["next_is_answer"] & batch["valid"]).sum()), accelerator)
+        loss, per_pass, answers = _train_step(
+            model, embeddings, cache, [train_ids[i] for i in picks], index, context
+        )
+        tokens_seen += batch_count(answers, accelerator)
         record = {
             "step": step + 1,
             "processes": accelerator.num_processes,
-            "loss": loss.item(),
+            "loss": batch_mean(torch.tensor(loss), accelerator).item(),
             "loss_per_pass": per_pass,
             "lr": scheduler.get_last_lr()[0],
         }
         record |= {"tokens_seen": tokens_seen, "elapsed_s": round(time.perf_counter() - started, 1)}
         last = step + 1 == config.steps
-        if (step + 1) % config.eval_every == 0 or last:
-            record |= evaluate_head(model, embeddings, cache, heldout_ids, config.ttt_steps)
-            if best is None or record["accepted_per_chain"] > best["accepted_per_chain"]:
-                best = {"step": step + 1} | {
-                    k: v for k, v in record.items() if k.startswith(("heldout", "accepted"))
-                }
-                save(output / "best", step + 1)
-            record["best_step"] = best["step"]
-        if accelerator.is_main_process:
-            with (output / "log.jsonl").open("a") as f:
-                f.write(json.dumps(record) + "\n")
+        score_and_log(record, scored=(step + 1) % config.eval_every == 0 or last)
         if (step + 1) % config.save_every == 0 or last:
             save(output / f"checkpoint-{step + 1}", step + 1)
     return output / "best"

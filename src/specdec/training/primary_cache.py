@@ -157,6 +157,21 @@ def split(cache: PrimaryCache, fraction: float) -> tuple[Sequence[int], Sequence
     return train, [i for group in itertools.zip_longest(*tails) for i in group if i is not None]
 
 
+def micro_batches(lengths: Sequence[int], max_tokens: int | None) -> list[list[int]]:
+    """A step's rows (positions in ``lengths``) grouped shortest first into micro-batches of at most
+    ``max_tokens`` padded tokens (rows × their longest; a row longer than that alone); one group, in order,
+    without a limit. A batch pads every row to its longest, so a 900-token passage among 256-token chats
+    would make the whole step cost 3.5 times as much; sorted groups pay for each length about once."""
+    if max_tokens is None:
+        return [list(range(len(lengths)))]
+    groups: list[list[int]] = [[]]
+    for row in sorted(range(len(lengths)), key=lambda r: lengths[r]):
+        if groups[-1] and (len(groups[-1]) + 1) * lengths[row] > max_tokens:
+            groups.append([])
+        groups[-1].append(row)
+    return groups
+
+
 class PrimaryCache:
     """Read access to one cache folder, or several read as one (e.g. caches of different sources):
     per-sequence arrays, and padded training batches as tensors.
@@ -201,6 +216,12 @@ class PrimaryCache:
         arrays = self._arrays[shard]
         start, end = int(arrays["offsets"][i]), int(arrays["offsets"][i + 1])
         return {name: array[start:end] for name, array in arrays.items() if name != "offsets"}
+
+    def length(self, index: int) -> int:
+        """Tokens in sequence ``index`` (prompt and answer), read without loading it."""
+        shard, i = self._index[index]
+        offsets = self._arrays[shard]["offsets"]
+        return int(offsets[i + 1]) - int(offsets[i])
 
     def tokens(self) -> int:
         """Answer tokens (training targets) in the cache."""

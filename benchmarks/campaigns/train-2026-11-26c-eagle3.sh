@@ -5,7 +5,7 @@
 # requests over passages (primary-passages1, data-2026-11-26c-passages.sh), all five caches read as one.
 # Steps are cut into micro-batches of at most 4,096 padded tokens (a passage pads to ~800 tokens, a chat to
 # ~256). A lower peak lr than last time (2e-4, not 5e-4: the restarted warm-up to 5e-4 first cost 6 % per chain);
-# 1,500 steps at batch 16, training-time test 4 deep, warmup 50; held-out: each cache's 5 % tail, the selection
+# 1,200 steps at batch 16, training-time test 4 deep, warmup 50; held-out: each cache's 5 % tail, the selection
 # set its first 80 sequences (16 of every cache); step 0 scores the shipped head on the same set. Resumable.
 set -uo pipefail
 source /work/main/.venv/bin/activate
@@ -16,6 +16,6 @@ echo "== eagle3-chat4 $(date -Is) $(lscpu | grep 'Model name') commit $(git -C /
 timeout ${EAGLE_SECONDS:-5400} specdec train eagle3 --cache primary-intents2 --cache primary-sharegpt2 \
   --cache primary-intents3 --cache primary-intents4 --cache primary-passages1 \
   --init-from /work/runs/eagle3-7250 \
-  --steps ${STEPS:-1500} --batch-size 16 --max-batch-tokens 4096 --ttt-steps 4 --lr 2e-4 --warmup 50 \
+  --steps ${STEPS:-1200} --batch-size 16 --max-batch-tokens 4096 --ttt-steps 4 --lr 2e-4 --warmup 50 \
   --eval-every 150 --save-every 150 --eval-sequences 80 --bf16 auto --output eagle3-chat4 --resume
 rc=$?; echo "== done $(date -Is) (exit $rc)"

@@ -12,7 +12,6 @@ sequences a lot and the mix little, so each head is scored here source by source
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
@@ -23,12 +22,9 @@ import torch
 from specdec.benchmarks.report import machine_info
 from specdec.models import load_model
 from specdec.models.eagle3_layout import load_head
+from specdec.models.packaged import drafter_digest
 from specdec.training.eagle3 import evaluate_head
 from specdec.training.primary_cache import PrimaryCache, split
-
-
-def digest(folder: Path) -> str:
-    return hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()[:16]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -54,7 +50,10 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps(rows[-1]), flush=True)
     record = {
         "command": " ".join(sys.argv),
-        "heads": {name: {"folder": str(path), "sha256_16": digest(path)} for name, path in heads.items()},
+        "heads": {
+            name: {"folder": str(path), "sha256_16": drafter_digest(str(path))}
+            for name, path in heads.items()
+        },
         "rows": rows,
         "seconds": round(time.perf_counter() - started, 1),
         "machine": machine_info(),

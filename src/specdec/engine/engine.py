@@ -30,6 +30,7 @@ from specdec.engine.modeling import (
     check_rollback_support,
     context_size,
     given_layer_inputs,
+    plain_causal,
     with_cache,
 )
 from specdec.engine.output import ExtendOutput
@@ -171,11 +172,17 @@ class Engine(BatchState, BlockLayout, StaticSteps):
             # A graph's output buffer is overwritten by its next replay: keep a copy.
             output = ExtendOutput(logits=(logits if num_logits is None else logits[:, -num_logits:]).clone())
         else:
+            # The lean path hands each layer its mask as it is, so a plain causal block may go without.
+            masks = (
+                None
+                if lean and plain_causal(self.config, mask)
+                else masks_to(attention_masks(self.config, self.dtype, mask, positions, key_pos), self.device)
+            )
             output = self._forward(
                 self.compiled if static else self.model if model is None else model,
                 self._inputs(tokens.to(self.device), embeds, embeds_mask),
                 positions.to(self.device),
-                masks_to(attention_masks(self.config, self.dtype, mask, positions, key_pos), self.device),
+                masks,
                 write_slots,
                 (layer_inputs, layer_input_mask),
                 num_logits=num_logits,

@@ -36,7 +36,7 @@ def lean_forward(
     model: nn.Module,
     input_ids: torch.Tensor,
     position_ids: torch.Tensor,
-    attention_mask: torch.Tensor | dict[str, torch.Tensor],
+    attention_mask: torch.Tensor | dict[str, torch.Tensor] | None,
     cache: SlotCache,
     num_logits: int | None = None,
     hidden_layers: Sequence[int] = (),
@@ -45,7 +45,8 @@ def lean_forward(
     ``hidden_layers``; the layers write the block's keys/values into ``cache``.
 
     ``attention_mask`` is what :func:`specdec.engine.modeling.attention_masks` returns: one 4D mask,
-    or one per layer type for models whose layers differ (full / sliding attention). ``hidden_layers``
+    or one per layer type for models whose layers differ (full / sliding attention), or None for plain
+    causal attention over the block alone (:func:`specdec.engine.modeling.plain_causal`). ``hidden_layers``
     are numbered as the model's ``output_hidden_states`` numbers them: 0 the embeddings, i the output of
     layer i, the last (L, or −1) after the final norm.
     """

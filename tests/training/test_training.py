@@ -357,6 +357,13 @@ def test_data_answers_to_self_written_prompts(tmp_path, tiny_model_dir, capsys):
     assert manifest["settings"]["prompts"] == ["self"] and "machine" in manifest
     assert main([*args[:-1], "0", "--cache-dir", str(tmp_path)]) == 2
     assert "--count must be an integer >= 1" in capsys.readouterr().err
+    # Longer requests are another set of requests: cached under their own key, recorded in the manifest.
+    assert main([*args, "--max-new-tokens", "4", "--request-tokens", "9", "--cache-dir", str(tmp_path)]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert json.loads(Path(last.removeprefix("manifest: ")).read_text())["settings"]["request_tokens"] == 9
+    assert len(list((tmp_path / "answers").glob("prompts-*.jsonl"))) == 2
+    assert main([*args, "--request-tokens", "0", "--cache-dir", str(tmp_path)]) == 2
+    assert "--request-tokens must be an integer >= 1" in capsys.readouterr().err
 
 
 def test_answers_are_generated_shortest_first_and_returned_in_prompt_order(

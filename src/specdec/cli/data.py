@@ -31,6 +31,13 @@ def add_answers_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="sampling seed of self-written requests")
     parser.add_argument(
+        "--request-tokens",
+        type=int,
+        default=64,
+        help="longest self-written request; longer ones are dropped (at 64, most of SmolLM2's edit, summary "
+        "and code requests: they carry the text or code to work on)",
+    )
+    parser.add_argument(
         "--snippet-chars",
         type=int,
         default=600,
@@ -69,6 +76,7 @@ def run_answers(args: argparse.Namespace) -> list[Path]:
 
     check_count("--count", args.count)
     check_count("--max-prompt-tokens", args.max_prompt_tokens)
+    check_count("--request-tokens", args.request_tokens)
     own = ("self", "self-intents")
     single = [s for s in args.prompts if s not in own and not s.startswith("conversations:")]
     corpora = [load_prompts(spec, args.count, snippet_chars=args.snippet_chars) for spec in single]
@@ -93,6 +101,7 @@ def run_answers(args: argparse.Namespace) -> list[Path]:
                     cache_dir=cache,
                     seed=args.seed,
                     openers=openers,
+                    max_new_tokens=args.request_tokens,
                     progress=bar.update,
                 )
     distinct = list(dict.fromkeys(prompts))

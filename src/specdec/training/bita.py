@@ -335,4 +335,5 @@ def train_bita(
             # A budgeted session ends on a checkpoint, never mid-write: `resume` continues from here.
             tqdm.write(f"time limit reached after step {step + 1}; rerun with --resume to continue")
             break
+    accelerator.end_training()  # destroys the process group: gloo's threads left alive can abort the exit
     return output / "best"

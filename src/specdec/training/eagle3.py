@@ -304,4 +304,5 @@ def train_eagle3(
         score_and_log(record, scored=(step + 1) % config.eval_every == 0 or last)
         if (step + 1) % config.save_every == 0 or last:
             save(output / f"checkpoint-{step + 1}", step + 1)
+    accelerator.end_training()  # destroys the process group: gloo's threads left alive can abort the exit
     return output / "best"

@@ -309,4 +309,5 @@ def train_tandem(
                 f.write(json.dumps(record) + "\n")
         if (step + 1) % config.save_every == 0 or last:
             save(output / f"checkpoint-{step + 1}", step + 1)
+    accelerator.end_training()  # destroys the process group: gloo's threads left alive can abort the exit
     return output / "best"

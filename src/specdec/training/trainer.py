@@ -295,4 +295,5 @@ def train_draft(
         if (step + 1) % config.save_every == 0 and step + 1 < config.steps:
             save(output / f"checkpoint-{step + 1}", step + 1)
     save(output / "final", config.steps)
+    accelerator.end_training()  # destroys the process group: gloo's threads left alive can abort the exit
     return output / "final"

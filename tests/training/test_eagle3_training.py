@@ -188,6 +188,21 @@ def test_the_cli_trains_a_head_for_a_target_folder(tmp_path, tiny_model_dir, tok
     config = json.loads((tmp_path / "run" / "best" / "config.json").read_text())
     assert config["eagle_aux_hidden_state_layer_ids"] == [0, 1, 2] and config["norm_before_residual"] is False
     assert config["draft_vocab_size"] == len(tok)
+    # Continued with a wider MLP: the widened head drafts as the one it came from (the same held-out score
+    # at step 0), and is saved with its new width.
+    width = 3 * config["transformer_layer_config"]["intermediate_size"]
+    main(
+        ["train", "eagle3", "--target", str(tiny_model_dir), "--cache", str(tmp_path / "cache"),
+         "--output", str(tmp_path / "wide"), "--init-from", str(tmp_path / "run" / "best"),
+         "--intermediate-size", str(width), "--steps", "2", "--eval-every", "2", "--save-every", "2",
+         "--eval-sequences", "2", "--heldout-fraction", "0.2", "--bf16", "off"]
+    )  # fmt: skip
+    wide = json.loads((tmp_path / "wide" / "checkpoint-2" / "config.json").read_text())
+    assert wide["transformer_layer_config"]["intermediate_size"] == width
+    first = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    again = json.loads((tmp_path / "wide" / "log.jsonl").read_text().splitlines()[0])
+    best = max(r["accepted_per_chain"] for r in first if "accepted_per_chain" in r)
+    assert again["step"] == 0 and again["accepted_per_chain"] == pytest.approx(best)
 
 
 def test_a_continued_head_that_does_not_improve_keeps_its_start_as_the_best(tmp_path, target, cache):

@@ -22,6 +22,13 @@ def add_eagle3_arguments(parser: argparse.ArgumentParser) -> None:
         "draft's); 'full' for the whole vocabulary",
     )
     parser.add_argument("--init-from", type=Path, default=None, help="continue from this head's weights")
+    parser.add_argument(
+        "--intermediate-size",
+        type=int,
+        default=None,
+        help="the head's MLP width (default: the target's); with --init-from, a wider one than the head's "
+        "widens it, drafting exactly as before until training moves the new units",
+    )
     opt = parser.add_argument_group("optimisation")
     opt.add_argument("--steps", type=int, default=1000)
     opt.add_argument("--ttt-steps", type=int, default=4, help="chain depth unrolled in training")
@@ -59,22 +66,25 @@ def draft_vocabulary(spec: str, model) -> torch.Tensor | None:  # noqa: F821
     return top_tokens(vocab_folder(folder), int(size), eos_ids(model))
 
 
-def run_train_eagle3(args: argparse.Namespace) -> Path:
+def build_head(args: argparse.Namespace, target) -> Eagle3Head:  # noqa: F821
+    """The head to train: ``--init-from``'s (widened to ``--intermediate-size`` if that is wider), or a
+    new one reading ``--aux-layers`` over ``--draft-vocab``, seeded by ``--seed``."""
     import torch
     from transformers import LlamaConfig
 
-    from specdec.benchmarks.report import machine_info
-    from specdec.cli.train import bf16_pays
     from specdec.errors import InvalidArgumentError
-    from specdec.models import load_model
-    from specdec.models.eagle3 import Eagle3Head, default_aux_layers
+    from specdec.models.eagle3 import Eagle3Head, default_aux_layers, widened
     from specdec.models.eagle3_layout import load_head
-    from specdec.training.eagle3 import Eagle3TrainConfig, train_eagle3
-    from specdec.training.primary_cache import PrimaryCache
 
-    cache = PrimaryCache(args.cache)
-    target = load_model(args.target, cache_dir=args.cache_dir).model
     text = target.config.get_text_config()
+    width = args.intermediate_size
+    if width is not None and width < 1:
+        raise InvalidArgumentError(f"--intermediate-size must be an integer >= 1, got {width}")
+    if args.init_from is not None:
+        head = load_head(args.init_from, text.num_hidden_layers)
+        if width is not None and width != head.config.intermediate_size:
+            head = widened(head, width, seed=args.seed)
+        return head
     if args.aux_layers:
         try:
             aux = tuple(int(h) for h in args.aux_layers.split(","))
@@ -84,12 +94,23 @@ def run_train_eagle3(args: argparse.Namespace) -> Path:
             ) from err
     else:
         aux = default_aux_layers(text.num_hidden_layers)
-    if args.init_from is not None:
-        head = load_head(args.init_from, text.num_hidden_layers)
-    else:
-        torch.manual_seed(args.seed)  # the head's initial weights, the same for every process and rerun
-        layer = LlamaConfig(**{**text.to_dict(), "num_hidden_layers": 1, "tie_word_embeddings": False})
-        head = Eagle3Head(layer, aux, text.hidden_size, draft_vocabulary(args.draft_vocab, target))
+    torch.manual_seed(args.seed)  # the head's initial weights, the same for every process and rerun
+    layer = {"num_hidden_layers": 1, "tie_word_embeddings": False}
+    layer |= {} if width is None else {"intermediate_size": width}
+    layer = LlamaConfig(**{**text.to_dict(), **layer})
+    return Eagle3Head(layer, aux, text.hidden_size, draft_vocabulary(args.draft_vocab, target))
+
+
+def run_train_eagle3(args: argparse.Namespace) -> Path:
+    from specdec.benchmarks.report import machine_info
+    from specdec.cli.train import bf16_pays
+    from specdec.models import load_model
+    from specdec.training.eagle3 import Eagle3TrainConfig, train_eagle3
+    from specdec.training.primary_cache import PrimaryCache
+
+    cache = PrimaryCache(args.cache)
+    target = load_model(args.target, cache_dir=args.cache_dir).model
+    head = build_head(args, target)
     config = Eagle3TrainConfig(
         output_dir=str(args.output),
         steps=args.steps,
@@ -111,6 +132,7 @@ def run_train_eagle3(args: argparse.Namespace) -> Path:
             "cache_meta": cache.meta,
             "draft_vocab": args.draft_vocab,
             "init_from": None if args.init_from is None else str(args.init_from),
+            "intermediate_size": head.config.intermediate_size,
             "machine": machine_info(),
         },
     )

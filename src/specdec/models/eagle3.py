@@ -16,6 +16,7 @@ rotary embedding); only the 2H-wide attention input is EAGLE-3's own.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -172,3 +173,40 @@ class Eagle3Head(nn.Module):
             return logits
         full = logits.new_full((*logits.shape[:-1], self.config.vocab_size), float("-inf"))
         return full.index_copy_(-1, self.draft_ids.to(logits.device), logits)
+
+
+@torch.no_grad()
+def widened(head: Eagle3Head, intermediate_size: int, seed: int = 0) -> Eagle3Head:
+    """``head`` with an MLP of ``intermediate_size`` units, drafting exactly as before.
+
+    Why: a head that agrees with the target as often on its training answers as on held-out ones
+    underfits, and continuing it on more of the same data stopped moving; a wider MLP is more capacity
+    in the layout vLLM and SGLang load (the width is ``intermediate_size`` in its config). The old units
+    are kept; the new ones get random gate and up projections (the old ones' scale) and a zero down
+    projection, so they add nothing until training moves them (net2wider with zero output weights).
+    """
+    mlp = head.layers[0].mlp
+    old = mlp.gate_proj.out_features
+    if intermediate_size <= old:
+        raise InvalidArgumentError(
+            f"the head's MLP has {old} units; widen it to more, got {intermediate_size}"
+        )
+    config = copy.deepcopy(head.config)
+    config.intermediate_size = intermediate_size
+    wide = Eagle3Head(
+        config, head.aux_layers, head.target_hidden_size, head.draft_ids, head.norm_before_residual
+    ).to(head.dtype)
+    state = head.state_dict()
+    generator = torch.Generator().manual_seed(seed)
+    for name in ("gate_proj", "up_proj"):
+        weight = state[f"layers.0.mlp.{name}.weight"]
+        extra = (
+            torch.randn(intermediate_size - old, weight.shape[1], generator=generator) * weight.float().std()
+        )
+        state[f"layers.0.mlp.{name}.weight"] = torch.cat([weight, extra.to(weight.dtype)])
+    down = state["layers.0.mlp.down_proj.weight"]
+    state["layers.0.mlp.down_proj.weight"] = torch.cat(
+        [down, down.new_zeros(down.shape[0], intermediate_size - old)], 1
+    )
+    wide.load_state_dict(state)
+    return wide.train(head.training)

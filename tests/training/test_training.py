@@ -359,11 +359,21 @@ def test_data_answers_to_self_written_prompts(tmp_path, tiny_model_dir, capsys):
     assert "--count must be an integer >= 1" in capsys.readouterr().err
     # Longer requests are another set of requests: cached under their own key, recorded in the manifest.
     assert main([*args, "--max-new-tokens", "4", "--request-tokens", "9", "--cache-dir", str(tmp_path)]) == 0
-    last = capsys.readouterr().out.splitlines()[-1]
-    assert json.loads(Path(last.removeprefix("manifest: ")).read_text())["settings"]["request_tokens"] == 9
+    last = Path(capsys.readouterr().out.splitlines()[-1].removeprefix("manifest: "))
+    assert json.loads(last.read_text())["settings"]["request_tokens"] == 9
+    assert last.parent == tmp_path / "answers"  # beside the caches, also when every request was dropped
     assert len(list((tmp_path / "answers").glob("prompts-*.jsonl"))) == 2
     assert main([*args, "--request-tokens", "0", "--cache-dir", str(tmp_path)]) == 2
     assert "--request-tokens must be an integer >= 1" in capsys.readouterr().err
+    # --batch-size also batches the request writing; rows keep their own seeds, so the requests (and the
+    # cache key) do not depend on it, and a GPU run's cache resumes on the CPU.
+    other = tmp_path / "other"
+    settings = ["--max-new-tokens", "4", "--batch-size", "4", "--device", "cpu", "--cache-dir", str(other)]
+    assert main([*args, *settings]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert json.loads(Path(last.removeprefix("manifest: ")).read_text())["settings"]["device"] == "cpu"
+    first_prompts = sorted((tmp_path / "answers").glob("prompts-*.jsonl"), key=lambda p: p.stat().st_mtime)[0]
+    assert (other / "answers" / first_prompts.name).read_text() == first_prompts.read_text()
 
 
 def test_answers_are_generated_shortest_first_and_returned_in_prompt_order(

@@ -58,6 +58,12 @@ def add_answers_arguments(parser: argparse.ArgumentParser) -> None:
         default="float32",
         help="the target's dtype while it writes (bf16 is ~3x faster on AVX-512 BF16)",
     )
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="where the target writes (cuda: minutes instead of hours; the cache key holds the dtype only, "
+        "so a run resumes on either device)",
+    )
     parser.add_argument("--cache-dir", default=None)
 
 
@@ -85,7 +91,7 @@ def run_answers(args: argparse.Namespace) -> list[Path]:
         for s in args.prompts
         if s.startswith("conversations:")
     ]
-    target = load_model(args.target, dtype=args.dtype, cache_dir=args.cache_dir)
+    target = load_model(args.target, dtype=args.dtype, device=args.device, cache_dir=args.cache_dir)
     source = f"{target.source}:{target.model.dtype}"
     pipe = Pipeline(target.model, target.tokenizer)
     cache = (Path(args.cache_dir) if args.cache_dir else default_cache_dir()) / "answers"
@@ -102,6 +108,7 @@ def run_answers(args: argparse.Namespace) -> list[Path]:
                     seed=args.seed,
                     openers=openers,
                     max_new_tokens=args.request_tokens,
+                    batch_size=args.batch_size,
                     progress=bar.update,
                 )
     distinct = list(dict.fromkeys(prompts))
@@ -126,15 +133,16 @@ def run_answers(args: argparse.Namespace) -> list[Path]:
                 **settings,
             )
     counts = {"prompts": len(prompts), "distinct": len(distinct), "too_long": len(distinct) - len(kept)}
-    manifest = write_manifest(args, files, counts, time.perf_counter() - started)
+    manifest = write_manifest(args, files, counts, time.perf_counter() - started, cache)
     for path, answers in files:
         print(f"{len(answers)} answers, {sum(len(a.answer_ids) for a in answers)} answer tokens: {path}")
     print(f"manifest: {manifest}")
     return [path for path, _ in files]
 
 
-def write_manifest(args: argparse.Namespace, files: list, counts: dict, elapsed: float) -> Path:
-    """Record how the answer files were made (settings, counts, digests, time, machine) beside them."""
+def write_manifest(args: argparse.Namespace, files: list, counts: dict, elapsed: float, folder: Path) -> Path:
+    """Record how the answer files were made (settings, counts, digests, time, machine) beside them (in
+    ``folder`` when none were: every request dropped, say)."""
     import hashlib
     import json
 
@@ -159,7 +167,8 @@ def write_manifest(args: argparse.Namespace, files: list, counts: dict, elapsed:
         "machine": machine_info(),
     }
     name = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    path = files[0][0].parent / f"manifest-{name}.json" if files else Path(f"manifest-{name}.json")
+    path = (files[0][0].parent if files else folder) / f"manifest-{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1, default=str))
     return path
 
@@ -218,7 +227,7 @@ def run_primary(args: argparse.Namespace) -> Path:
     from specdec.training.answers import distinct_answers, read_answers
     from specdec.training.primary_cache import CacheSpec, build_primary_cache
 
-    target = load_model(args.target, dtype=args.dtype, cache_dir=args.cache_dir)
+    target = load_model(args.target, dtype=args.dtype, device=args.device, cache_dir=args.cache_dir)
     depth = target.model.config.num_hidden_layers
     if args.hidden_layers:
         try:

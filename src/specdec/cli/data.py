@@ -227,7 +227,7 @@ def run_primary(args: argparse.Namespace) -> Path:
     from specdec.training.answers import distinct_answers, read_answers
     from specdec.training.primary_cache import CacheSpec, build_primary_cache
 
-    target = load_model(args.target, dtype=args.dtype, device=args.device, cache_dir=args.cache_dir)
+    target = load_model(args.target, dtype=args.dtype, cache_dir=args.cache_dir)
     depth = target.model.config.num_hidden_layers
     if args.hidden_layers:
         try:

@@ -19,7 +19,7 @@ from specdec.pipeline import Pipeline
 def agreement(first: list[list[int]], second: list[list[int]]) -> dict:
     """Identical answers, and the share of ``first``'s tokens before each pair parts."""
     before = [
-        next((i for i, (a, b) in enumerate(zip(x, y)) if a != b), min(len(x), len(y)))
+        next((i for i, (a, b) in enumerate(zip(x, y, strict=False)) if a != b), min(len(x), len(y)))
         for x, y in zip(first, second, strict=True)
     ]
     same = sum(x == y for x, y in zip(first, second, strict=True))

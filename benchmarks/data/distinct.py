@@ -19,6 +19,7 @@ for path in sorted(glob.glob("benchmarks/data/self-intents-*/answers-*.jsonl.gz"
                 tokens += len(row["answer_ids"])
                 gpu_tokens += len(row["answer_ids"]) if seed >= GPU_SEEDS_FROM else 0
 print(
-    f"{rows:,} answered rows, {len(seen):,} distinct requests, {tokens:,} answer tokens over distinct requests "
+    f"{rows:,} answered rows, {len(seen):,} distinct requests, "
+    f"{tokens:,} answer tokens over distinct requests "
     f"({gpu_tokens:,} of them from the GPU batches)"
 )

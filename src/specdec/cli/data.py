@@ -141,8 +141,8 @@ def run_answers(args: argparse.Namespace) -> list[Path]:
 
 
 def write_manifest(args: argparse.Namespace, files: list, counts: dict, elapsed: float, folder: Path) -> Path:
-    """Record how the answer files were made (settings, counts, digests, time, machine) beside them (in
-    ``folder`` when none were: every request dropped, say)."""
+    """Record how the answer files were made (settings, counts, digests, time, machine) in ``folder``, the
+    answer cache they were written to (also when none were: every request dropped, say)."""
     import hashlib
     import json
 
@@ -167,7 +167,7 @@ def write_manifest(args: argparse.Namespace, files: list, counts: dict, elapsed:
         "machine": machine_info(),
     }
     name = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    path = (files[0][0].parent if files else folder) / f"manifest-{name}.json"
+    path = folder / f"manifest-{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1, default=str))
     return path

@@ -537,3 +537,25 @@ def test_init_from_starts_from_given_weights_with_a_fresh_schedule(
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)  # lr 0: the given weights
     config = json.loads((tmp_path / "second" / "train_config.json").read_text())
     assert config["extra"]["init_from"] == str(source) and "shape" not in config["extra"]
+
+
+def test_a_cli_cache_on_another_device_is_a_clear_error_or_the_same_cache(
+    tmp_path, tiny_model_dir, answers, capsys
+):
+    """`data primary --device cuda`: without CUDA a specdec error naming the device; with it, the cache a CPU
+    run writes (fp32 outputs within rounding of each other, the same tokens and answer masks)."""
+    (tmp_path / "cpu").mkdir()
+    cpu = primary_cache_by_cli(tmp_path / "cpu", tiny_model_dir, answers)
+    gpu_args = ["--answers", str(tmp_path / "cpu" / "answers.jsonl"), "--output", str(tmp_path / "gpu")]
+    gpu_args += ["--target", str(tiny_model_dir), "--hidden-layers", "0", "--top-k", "8", "--max-len", "64"]
+    if not torch.cuda.is_available():
+        assert main(["data", "primary", *gpu_args, "--device", "cuda"]) == 2
+        assert "'cuda' is not available" in capsys.readouterr().err
+        assert not (tmp_path / "gpu").exists()
+        return
+    assert main(["data", "primary", *gpu_args, "--device", "cuda"]) == 0
+    a, b = PrimaryCache(cpu), PrimaryCache(tmp_path / "gpu")
+    first, second = a.batch(range(len(a))), b.batch(range(len(b)))
+    assert torch.equal(first["tokens"], second["tokens"])
+    assert torch.equal(first["next_is_answer"], second["next_is_answer"])
+    torch.testing.assert_close(first["hidden"][0], second["hidden"][0], atol=1e-2, rtol=1e-2)

@@ -210,6 +210,12 @@ def add_primary_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dtype", default="float32", help="the primary's dtype for this pass (bf16 on AVX-512 BF16)"
     )
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="where the primary runs (cuda: a million answer tokens in seconds; the cache records the dtype "
+        "only, so a cut-off cache resumes on either device)",
+    )
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument(
         "--shuffle-seed",
@@ -227,7 +233,7 @@ def run_primary(args: argparse.Namespace) -> Path:
     from specdec.training.answers import distinct_answers, read_answers
     from specdec.training.primary_cache import CacheSpec, build_primary_cache
 
-    target = load_model(args.target, dtype=args.dtype, cache_dir=args.cache_dir)
+    target = load_model(args.target, dtype=args.dtype, device=args.device, cache_dir=args.cache_dir)
     depth = target.model.config.num_hidden_layers
     if args.hidden_layers:
         try:

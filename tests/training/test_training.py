@@ -1,4 +1,5 @@
 import copy
+import gzip
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -294,6 +295,23 @@ def test_answers_resume_after_an_interruption(tmp_path, tok, target, monkeypatch
     assert [a.__dict__ for a in resumed] == [a.__dict__ for a in full]
     assert calls == [2]  # the 4th and 5th prompts: one batch, generated again
     assert (torn / path.name).read_text() == path.read_text()
+
+
+def test_gzipped_answers_read_as_the_plain_file_and_are_never_cut(tmp_path):
+    """The committed batches are gzipped: they read as their plain file does, and a damaged one is a clear
+    error that leaves it as it was (the plain reader's torn-line repair would have emptied it)."""
+    from specdec.training.answers import TargetAnswer, read_answers, write_answers
+
+    rows = [TargetAnswer(prompt_ids=[1, 2 + i], answer_ids=[3, 4, i]) for i in range(3)]
+    write_answers(tmp_path / "a.jsonl", rows)
+    packed = tmp_path / "a.jsonl.gz"
+    packed.write_bytes(gzip.compress((tmp_path / "a.jsonl").read_bytes()))
+    assert read_answers(packed) == read_answers(tmp_path / "a.jsonl") == rows
+    damaged = tmp_path / "b.jsonl.gz"
+    damaged.write_bytes(packed.read_bytes()[:-12])
+    with pytest.raises(EmptyDataError, match="not a gzipped answers JSONL"):
+        read_answers(damaged)
+    assert damaged.read_bytes() == packed.read_bytes()[:-12]
 
 
 def test_user_turn_prefix_is_the_template_up_to_the_users_text(tok):

@@ -290,12 +290,23 @@ def write_answers(path: Path, answers: Sequence[TargetAnswer]) -> None:
 
 def read_answers(path: Path) -> list[TargetAnswer]:
     """A cache file written by :func:`generate_answers` (``specdec data answers`` prints its path)."""
-    if not Path(path).is_file():
+    path = Path(path)
+    if not path.is_file():
         raise DataNotFoundError(f"answers file not found: {path}")
-    answers = _read_complete(Path(path))
+    answers = _read_gzipped(path) if path.name.endswith(".gz") else _read_complete(path)
     if not answers:
         raise EmptyDataError(f"answers file {path} holds no answers")
     return answers
+
+
+def _read_gzipped(path: Path) -> list[TargetAnswer]:
+    """A gzipped answers file (the committed batches): read whole and never repaired, since only a cache
+    file that a run was appending to can end in a torn line."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as lines:
+            return [TargetAnswer(**json.loads(line)) for line in lines]
+    except (OSError, EOFError, ValueError, TypeError) as err:
+        raise EmptyDataError(f"answers file {path} is not a gzipped answers JSONL ({err})") from err
 
 
 def distinct_answers(answers: Sequence[TargetAnswer]) -> list[TargetAnswer]:

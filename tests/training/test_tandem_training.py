@@ -106,6 +106,17 @@ def test_the_cache_resumes_at_the_first_missing_shard(tmp_path, primary, answers
         build_primary_cache(primary, answers[:40], folder, CacheSpec("tiny", (1,), 4, 64), shard_size=16)
 
 
+def test_a_batch_comes_on_the_device_asked_for_hidden_states_included(cache):
+    """Training and evaluation read batches on the model's device (a GPU run's held-out evaluation read
+    CPU tensors with a CUDA model before); ``meta`` stands in for an accelerator here."""
+    here, there = cache.batch([0, 3]), cache.batch([0, 3], device="meta")
+    assert here.keys() == there.keys() and there["hidden"].keys() == here["hidden"].keys()
+    for name, tensor in [*((k, v) for k, v in there.items() if k != "hidden"), *there["hidden"].items()]:
+        assert tensor.is_meta, name
+    for name in ("tokens", "valid", "topk_ids"):
+        assert there[name].shape == here[name].shape and there[name].dtype == here[name].dtype
+
+
 def test_several_caches_read_as_one_in_order_with_the_layers_they_share(tmp_path, primary, answers, cache):
     other = build_primary_cache(
         primary, answers[:20], tmp_path / "b", CacheSpec("tiny", (2,), 8, 64), shard_size=16

@@ -72,11 +72,6 @@ class Eagle3TrainConfig:
             raise InvalidArgumentError(f"heldout_fraction must be in (0, 1), got {self.heldout_fraction}")
 
 
-def on_device(batch: dict, device: torch.device) -> dict:
-    moved = {k: v.to(device) if torch.is_tensor(v) else v for k, v in batch.items()}
-    return moved | {"hidden": {h: s.to(device) for h, s in batch["hidden"].items()}}
-
-
 def _ahead(tensor: torch.Tensor, shift: int, width: int) -> torch.Tensor:
     """``tensor[:, shift : shift + width]``, zero-padded on the right where the sequence ends."""
     part = tensor[:, shift : shift + width]
@@ -177,7 +172,7 @@ def evaluate_head(
     head.eval()
     agree, counted, accepted, chains = [0.0] * depth, [0] * depth, 0.0, 0
     for start in range(0, len(indices), batch):
-        data = on_device(cache.batch(indices[start : start + batch]), embeddings.device)
+        data = cache.batch(indices[start : start + batch], embeddings.device)
         logits = unrolled_logits(head, embeddings, data, depth)
         matches, inside = [], None
         for j, step_logits in enumerate(logits):
@@ -214,7 +209,7 @@ def _train_step(
     one update. Returns the loss, each pass's, and the answer positions seen."""
     config, accelerator = context["config"], context["accelerator"]
     groups = micro_batches([cache.length(i) for i in ids], config.max_batch_tokens)
-    batches = [on_device(cache.batch([ids[r] for r in group]), accelerator.device) for group in groups]
+    batches = [cache.batch([ids[r] for r in group], accelerator.device) for group in groups]
     counts = [sum(c) for c in zip(*(pass_counts(b, index, config.ttt_steps) for b in batches), strict=True)]
     denominators = [global_denominator(c, accelerator) for c in counts]
     loss, per_pass, answers = 0.0, [0.0] * config.ttt_steps, 0

@@ -227,9 +227,9 @@ class PrimaryCache:
         """Answer tokens (training targets) in the cache."""
         return int(sum(a["next_is_answer"].sum() for a in self._arrays))
 
-    def batch(self, indices: Sequence[int]) -> dict:
+    def batch(self, indices: Sequence[int], device: torch.device | str | None = None) -> dict:
         """Right-padded tensors for these sequences: tokens, valid, next_is_answer, hidden states by index,
-        top-k values and ids."""
+        top-k values and ids; on ``device`` when given (the model's: every reader of a batch moves it)."""
         rows = [self.sequence(i) for i in indices]
         width = max(len(r["tokens"]) for r in rows)
         out: dict = {
@@ -254,4 +254,7 @@ class PrimaryCache:
             out["logsumexp"][row, :n] = torch.from_numpy(np.array(r["logsumexp"], dtype=np.float32))
             for h in self.hidden_layers:
                 out["hidden"][h][row, :n] = torch.from_numpy(np.array(r[f"hidden-{h}"], dtype=np.float32))
-        return out
+        if device is None:
+            return out
+        moved = {k: v.to(device) if torch.is_tensor(v) else v for k, v in out.items()}
+        return moved | {"hidden": {h: s.to(device) for h, s in out["hidden"].items()}}

@@ -139,12 +139,12 @@ def evaluate_on_cache(
     batch: int = 8,
 ) -> dict:
     """Held-out top-1 agreement, Σ_top-k min(p, q) ≤ α, and greedy SPEED tokens accepted per block of γ."""
-    was_training = model.training
+    was_training, device = model.training, next(model.parameters()).device
     model.eval()
     agree = alpha = positions = 0.0
     accepted = {g: [0.0, 0] for g in EVAL_GAMMAS}
     for start in range(0, len(indices), batch):
-        data = cache.batch(indices[start : start + batch])
+        data = cache.batch(indices[start : start + batch], device)
         mask = (data["next_is_answer"] & data["valid"])[:, :-1]
         target = data["topk_ids"][:, :-1, 0]
         logits = student_logits(model, data, gamma_train)[:, :-1].float()
@@ -253,9 +253,7 @@ def train_tandem(
     for step in bar:
         picks, generator = rank_picks(len(train_ids), config.batch_size, config.seed, step, accelerator)
         offset = int(torch.randint(0, config.gamma, (1,), generator=generator))
-        batch = cache.batch([train_ids[i] for i in picks])
-        batch = {k: v.to(accelerator.device) if torch.is_tensor(v) else v for k, v in batch.items()}
-        batch["hidden"] = {h: s.to(accelerator.device) for h, s in batch["hidden"].items()}
+        batch = cache.batch([train_ids[i] for i in picks], accelerator.device)
         with autocast:
             logits = student_logits(
                 model,

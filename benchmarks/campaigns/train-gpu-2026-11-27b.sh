@@ -7,7 +7,7 @@
 #   - the EAGLE-3 head until HEAD_UNTIL seconds are left (settings of the first script's runs: batch 32, lr 1e-4);
 #   - the Tandem secondary (`--architecture tandem --preset distil`, batch 32, lr 1.5e-4, warm-up 50) until 30 s
 #     are left. Its router and export run on the CPU afterwards (`train router`, `train export`), as before.
-# Bring-back: each best/ (weights and configs, not the optimiser state) with the logs, in 15 MB parts.
+# Bring-back: the head's best/ (weights, config) and Tandem's best exported as a package, with logs, in 15 MB parts.
 # Calls (move src/specdec/models/drafts, benchmarks/results and benchmarks/data out of the working tree first):
 #   bash benchmarks/campaigns/train-gpu-2026-11-27b.sh stage        # carry .whl .gpu/a
 #   bash benchmarks/campaigns/train-gpu-2026-11-27b.sh stage        # carry .gpu/b .gpu/data
@@ -66,15 +66,18 @@ cache_worker() {  # worker w: the w-th, (w + PRIMARY_WORKERS)-th, ... answers fi
     echo "[c$w] $name $(date -Is)"
     $PY -m specdec data primary --device "$DEVICE" --dtype bf16 --answers "$file" --output "$W/caches/$name" \
       --max-len 256 --batch-size 64 --hidden-layers 0,2,15,27,29 --cache-dir "$W/hf" 2>&1 | grep -v -E "it/s\]|s/it\]"
-    [ "${PIPESTATUS[0]}" = 0 ] && touch "$W/caches/$name/COMPLETE" && echo "[c$w] $name done $(date -Is)"
+    echo "[c$w] $name exit ${PIPESTATUS[0]} $(date -Is)"
   done
 }
 for w in $(seq 0 $((PRIMARY_WORKERS - 1))); do (cache_worker "$w" > "$W/logs/cache-$w.log" 2>&1) & done
 while [ -n "$(jobs -r)" ] && [ "$(left)" -gt "$CACHE_UNTIL" ]; do sleep 5; done
 pkill -f "specdec data primary"; sleep 2; wait
-CACHES=(); for c in "$W"/caches/*/COMPLETE; do [ -f "$c" ] && CACHES+=(--cache "$(dirname "$c")"); done
+CACHES=()  # every cache whose shards are all written (one stopped while exiting is complete too)
+for c in "$W"/caches/*/; do
+  $PY -c "from specdec.training.primary_cache import PrimaryCache; PrimaryCache('$c')" 2>/dev/null && CACHES+=(--cache "$c")
+done
 stamp "caches: $(( ${#CACHES[@]} / 2 )) complete"
-cat "$W"/logs/cache-*.log | grep -E "sequences|done|Error|error" | tail -20
+cat "$W"/logs/cache-*.log | grep -E "sequences|exit|Error|error" | tail -20
 [ ${#CACHES[@]} -gt 0 ] || exit 1
 du -sh "$W/caches"
 
@@ -111,8 +114,11 @@ cp -r "$W/logs" "$W/back/"
 for name in head tandem; do
   mkdir -p "$W/back/$name" && cp "$W/run-$name/log.jsonl" "$W/run-$name/train_config.json" "$W/back/$name/"
   cp "$W/calib-$name/log.jsonl" "$W/back/$name/calib_log.jsonl"
-  cp -r "$W/run-$name/best" "$W/back/$name/best" && rm -f "$W/back/$name/best/trainer_state.pt"
 done
+mkdir -p "$W/back/head/best" && cp "$W/run-head/best/config.json" "$W/run-head/best/model.safetensors" "$W/back/head/best/"
+# Tandem's best holds its secondary whole (141 MB in fp32): back as the package format instead (bf16, without the
+# tensors it shares with the target: ~15 MB), which is what ships
+$PY -m specdec train export --draft "$W/run-tandem/best" --name smollm2-135m-tandem --dest "$W/back/tandem/export"
 (cd "$W/back" && tar cf - .) | split -b 15M - "${OUT:-$W/out}/back.tar.part-"
 ls -la "${OUT:-$W/out}"
 stamp done

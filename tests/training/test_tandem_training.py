@@ -361,6 +361,11 @@ def test_the_cli_runs_the_whole_recipe(tmp_path, tiny_model_dir, answers, monkey
         prompts, method=SpeculativeSampling(3), max_new_tokens=12
     )
     assert spec.token_ids == plain.token_ids
+    from specdec.drafters.factory import tandem_folder
+
+    by_path = TandemModel.from_pretrained(tandem_folder(str(dest / "tiny-tandem"), str(tmp_path / "c")))
+    for name, mine in by_path.named_parameters():  # the exported folder given by path loads as by name
+        torch.testing.assert_close(mine, dict(drafter.tandem.named_parameters())[name], rtol=0, atol=0)
     assert (
         main(
             [

@@ -22,6 +22,8 @@ from specdec.models.bita import BiTAAdapter
 from specdec.models.draft_vocab import VOCAB_FILE, top_tokens
 from specdec.models.eagle3_layout import load_head
 from specdec.models.packaged import (
+    MANIFEST,
+    exported_tandem_name,
     packaged_bitas,
     packaged_drafts,
     packaged_eagle3s,
@@ -30,7 +32,7 @@ from specdec.models.packaged import (
 )
 from specdec.models.router import BlockRouter
 from specdec.models.surgery import reduced_precision_copy
-from specdec.models.tandem import TandemModel
+from specdec.models.tandem import SECONDARY_DIR, TandemModel
 
 #: Every drafter spelling, one line each (``specdec drafters`` prints them).
 DRAFTER_SPECS: tuple[tuple[str, str], ...] = (
@@ -205,13 +207,21 @@ def chosen_tree_shape(folder: Path) -> str:
 
 
 def tandem_folder(name_or_path: str, cache_dir: str | None = None) -> Path:
-    """A Tandem folder: a path, or the name of a packaged secondary (rebuilt in the cache once)."""
-    if Path(name_or_path).is_dir() or name_or_path not in (tandems := packaged_tandems()):
-        return Path(name_or_path)
+    """A Tandem folder: a trained one's path, or a packaged secondary, by name or by the path of an exported
+    folder (`train export`: its secondary shares the base's tensors; rebuilt in the cache once)."""
+    path = Path(name_or_path)
+    if path.is_dir():
+        if not (path / SECONDARY_DIR / MANIFEST).is_file():
+            return path
+        name, folder = exported_tandem_name(path), path
+    elif name_or_path in (tandems := packaged_tandems()):
+        name, folder = name_or_path, tandems[name_or_path]
+    else:
+        return path
 
     def load_base(base: str):
         loaded = load_model(base, cache_dir=cache_dir)
         return loaded.model, loaded.tokenizer
 
     cache = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
-    return packaged_tandem_folder(name_or_path, tandems[name_or_path], cache, load_base)
+    return packaged_tandem_folder(name, folder, cache, load_base)

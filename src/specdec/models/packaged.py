@@ -95,6 +95,15 @@ def packaged_eagle3s() -> dict[str, Path]:
     }
 
 
+def exported_tandem_name(folder: Path) -> str:
+    """The cache name of an exported Tandem folder given by path: its name and a digest of every file in it,
+    so a changed or re-exported folder (a router added, say) never reads another's rebuilt copy."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != "README.md"):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return f"{folder.name}-{digest.hexdigest()[:16]}"
+
+
 def packaged_tandem_folder(name: str, folder: Path, cache_dir: Path, load_base: BaseLoader) -> Path:
     """The cached Tandem folder of packaged secondary ``name`` (see the module docstring)."""
     from specdec.models.tandem import SECONDARY_DIR

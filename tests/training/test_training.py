@@ -309,7 +309,7 @@ def test_gzipped_answers_read_as_the_plain_file_and_are_never_cut(tmp_path):
     assert read_answers(packed) == read_answers(tmp_path / "a.jsonl") == rows
     damaged = tmp_path / "b.jsonl.gz"
     damaged.write_bytes(packed.read_bytes()[:-12])
-    with pytest.raises(EmptyDataError, match="not a gzipped answers JSONL"):
+    with pytest.raises(InvalidArgumentError, match="not a gzipped answers JSONL"):
         read_answers(damaged)
     assert damaged.read_bytes() == packed.read_bytes()[:-12]
 

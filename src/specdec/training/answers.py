@@ -306,7 +306,7 @@ def _read_gzipped(path: Path) -> list[TargetAnswer]:
         with gzip.open(path, "rt", encoding="utf-8") as lines:
             return [TargetAnswer(**json.loads(line)) for line in lines]
     except (OSError, EOFError, ValueError, TypeError) as err:
-        raise EmptyDataError(f"answers file {path} is not a gzipped answers JSONL ({err})") from err
+        raise InvalidArgumentError(f"answers file {path} is not a gzipped answers JSONL ({err})") from err
 
 
 def distinct_answers(answers: Sequence[TargetAnswer]) -> list[TargetAnswer]:

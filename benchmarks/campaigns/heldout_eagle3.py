@@ -32,6 +32,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cache", action="append", required=True, type=Path)
     parser.add_argument("--head", action="append", required=True, help="NAME=FOLDER")
     parser.add_argument("--sequences", type=int, default=48, help="held-out sequences per cache")
+    parser.add_argument(
+        "--whole",
+        action="store_true",
+        help="score each cache from its first sequence "
+        "(for caches no head trained on, e.g. the target's answers to evaluation prompts)",
+    )
     parser.add_argument("--depth", type=int, default=4)
     parser.add_argument("--target", default="smollm2-135m")
     parser.add_argument("--out", type=Path, required=True)
@@ -43,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     rows, started = [], time.perf_counter()
     for folder in args.cache:
         cache = PrimaryCache(folder)
-        heldout = list(split(cache, 0.05)[1])[: args.sequences]
+        heldout = list(range(len(cache)) if args.whole else split(cache, 0.05)[1])[: args.sequences]
         for name, path in heads.items():
             scores = evaluate_head(load_head(path), embeddings, cache, heldout, args.depth)
             rows.append({"cache": folder.name, "sequences": len(heldout), "head": name} | scores)
@@ -66,8 +72,10 @@ def main(argv: list[str] | None = None) -> None:
         f"Command: `{record['command']}`.",
         "Heads: " + ", ".join(f"`{n}` {h['sha256_16']} ({h['folder']})" for n, h in record["heads"].items()),
         "",
-        "Greedy agreement with the target's next token at depth 1..4 of the head's own chain (teacher-forced "
-        "start), and accepted tokens per chain of 4 (chains whose 4 positions are all answer tokens).",
+        ("Sequences: each cache's first ones (--whole; caches no head trained on). " if args.whole else "")
+        + "Greedy agreement with the target's next token at depth 1..4 of the head's own chain "
+        "(teacher-forced start), and accepted tokens per chain of 4 (chains whose 4 positions are all answer "
+        "tokens).",
         "",
         "| cache | sequences | head | depth 1 | depth 2 | depth 3 | depth 4 | accepted / chain of 4 |",
         "|---|---:|---|---:|---:|---:|---:|---:|",

@@ -29,7 +29,7 @@ for turns in $D/turns/*.jsonl; do
   specdec data answers --prompts conversations:$turns --rounds 1 --max-new-tokens 128 --max-prompt-tokens 4096 \
     --dtype bf16 --batch-size 10 2>&1 | grep -v -E "it/s\]|s/it\]" | tee $D/answers/$task.log
   file=$(ls -t ~/.cache/specdec/answers/answers-*.jsonl | head -1)
-  mv "$file" $D/answers/$task.jsonl && mv "$(ls -t ~/.cache/specdec/answers/prompts-*.jsonl | head -1)" $D/answers/
+  mv "$file" $D/answers/$task.jsonl && mv "$(ls -t ~/.cache/specdec/answers/manifest-*.json | head -1)" $D/answers/
   for len in 2048 256; do
     specdec data primary --dtype bf16 --answers $D/answers/$task.jsonl --output $D/primary-$task-$len \
       --max-len $len --batch-size 4 --hidden-layers 2,15,27 2>&1 | grep -v -E "it/s\]|s/it\]"

@@ -1,11 +1,12 @@
 """The EAGLE-3 head module: a widened head drafts exactly as the head it was widened from, and keeps the
-layout vLLM loads (only ``intermediate_size`` changes)."""
+layout vLLM loads (only ``intermediate_size`` changes); a head given a wider draft vocabulary keeps its
+trained rows and places the new ones through the map from the target's output rows."""
 
 import pytest
 import torch
 
 from specdec.errors import InvalidArgumentError
-from specdec.models.eagle3 import widened
+from specdec.models.eagle3 import widened, with_vocabulary
 from specdec.models.eagle3_layout import load_head, save_head
 from tiny import make_eagle3_head, make_llama, make_tokenizer
 
@@ -64,3 +65,52 @@ def test_a_head_is_only_widened():
     head = make_eagle3_head(TARGET)
     with pytest.raises(InvalidArgumentError, match="widen it to more"):
         widened(head, head.config.intermediate_size)
+
+
+OUTPUT_ROWS = TARGET.get_output_embeddings().weight
+
+
+def test_a_wider_vocabulary_keeps_the_trained_rows_and_maps_the_target_rows_of_new_tokens():
+    """If the trained rows are exactly the target's rows through some linear map, the new tokens' rows are
+    the target's rows through that same map (least squares recovers it), and the old logits are unchanged."""
+    vocab = len(TOK)
+    head = make_eagle3_head(TARGET, draft_ids=torch.arange(0, vocab, 2))
+    mapping = torch.randn(
+        OUTPUT_ROWS.shape[1], head.config.hidden_size, generator=torch.Generator().manual_seed(3)
+    )
+    with torch.no_grad():
+        head.lm_head.weight.copy_(OUTPUT_ROWS[head.draft_ids] @ mapping)
+    wide = with_vocabulary(head, torch.arange(vocab), OUTPUT_ROWS)
+    assert len(wide.d2t) == vocab and torch.equal(wide.draft_ids, torch.arange(vocab))
+    torch.testing.assert_close(wide.lm_head.weight, OUTPUT_ROWS @ mapping, rtol=1e-3, atol=1e-3)
+    before, after = head_outputs(head)[0], head_outputs(wide)[0]
+    assert torch.equal(after[..., head.draft_ids], before)  # the trained rows, bit for bit
+    for a, b in zip(head_outputs(head)[1:], head_outputs(wide)[1:], strict=True):
+        assert torch.equal(a, b)  # nothing but the output head changed
+
+
+def test_a_head_with_a_wider_vocabulary_saves_and_loads_it(tmp_path):
+    head = make_eagle3_head(TARGET, draft_ids=torch.arange(0, len(TOK), 4))
+    wide = with_vocabulary(head, torch.arange(0, len(TOK), 2), OUTPUT_ROWS)
+    back = load_head(save_head(wide, tmp_path / "wide", VERIFIER))
+    assert torch.equal(back.draft_ids, torch.arange(0, len(TOK), 2))
+    assert torch.equal(head_outputs(back)[0], head_outputs(wide)[0])
+
+
+def test_negative_control_random_new_rows_do_not_follow_the_map():
+    head = make_eagle3_head(TARGET, draft_ids=torch.arange(0, len(TOK), 2))
+    mapping = torch.randn(OUTPUT_ROWS.shape[1], head.config.hidden_size)
+    with torch.no_grad():
+        head.lm_head.weight.copy_(OUTPUT_ROWS[head.draft_ids] @ mapping)
+    wide = with_vocabulary(head, torch.arange(len(TOK)), OUTPUT_ROWS)
+    with torch.no_grad():
+        wide.lm_head.weight[1::2].normal_()
+    assert not torch.allclose(wide.lm_head.weight, OUTPUT_ROWS @ mapping, atol=1e-2)
+
+
+def test_a_vocabulary_is_only_widened_and_keeps_the_heads_tokens():
+    head = make_eagle3_head(TARGET, draft_ids=torch.arange(0, len(TOK), 2))
+    with pytest.raises(InvalidArgumentError, match="widen it to more"):
+        with_vocabulary(head, head.draft_ids, OUTPUT_ROWS)
+    with pytest.raises(InvalidArgumentError, match="keeps every token"):
+        with_vocabulary(head, torch.arange(1, len(TOK)), OUTPUT_ROWS)

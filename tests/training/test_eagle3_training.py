@@ -4,6 +4,7 @@ gets drafts accepted, losslessly."""
 
 import itertools
 import json
+from collections import Counter
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ from specdec.cli.main import main
 from specdec.decoders import PlainDecoding, Request, SpeculativeSampling, StopCriteria
 from specdec.drafters import make_drafter
 from specdec.engine import Engine
+from specdec.models.draft_vocab import write_vocab_file
 from specdec.models.eagle3_layout import load_head
 from specdec.pipeline import Pipeline
 from specdec.sampling import SamplingConfig, row_keys
@@ -203,6 +205,37 @@ def test_the_cli_trains_a_head_for_a_target_folder(tmp_path, tiny_model_dir, tok
     again = json.loads((tmp_path / "wide" / "log.jsonl").read_text().splitlines()[0])
     best = max(r["accepted_per_chain"] for r in first if "accepted_per_chain" in r)
     assert again["step"] == 0 and again["accepted_per_chain"] == pytest.approx(best)
+
+
+def test_the_cli_widens_a_continued_heads_vocabulary(tmp_path, tiny_model_dir, tok):
+    """`--init-from` with a wider `--draft-vocab`: the continued head drafts over the union of its own tokens
+    and the N most frequent ones, is saved with it, and is scored at step 0 before training moves it."""
+    two_layers = make_llama(len(tok), seed=0)
+    answers = generate_answers(
+        Pipeline(two_layers, tok), PROMPTS, source="tiny2", max_new_tokens=12, cache_dir=tmp_path
+    )
+    build_primary_cache(
+        two_layers, answers, tmp_path / "cache", CacheSpec("t", (0, 1, 2), 8, 64), shard_size=8
+    )
+    ranked = Counter({token: len(tok) - token for token in range(len(tok))})  # token 0 most frequent
+    (tmp_path / "vocab").mkdir()
+    write_vocab_file(tmp_path / "vocab", ranked, {"answers": []})
+    common = ["--target", str(tiny_model_dir), "--cache", str(tmp_path / "cache"), "--steps", "2",
+              "--eval-every", "2", "--save-every", "2", "--eval-sequences", "2", "--heldout-fraction", "0.2",
+              "--bf16", "off"]  # fmt: skip
+    vocab = str(tmp_path / "vocab")
+    main(["train", "eagle3", *common, "--output", str(tmp_path / "run"), "--aux-layers", "0,1,2",
+          "--draft-vocab", f"{vocab}:40"])  # fmt: skip
+    start = load_head(tmp_path / "run" / "best")
+    main(["train", "eagle3", *common, "--output", str(tmp_path / "wide"), "--init-from",
+          str(tmp_path / "run" / "best"), "--draft-vocab", f"{vocab}:120"])  # fmt: skip
+    wide = load_head(tmp_path / "wide" / "checkpoint-2")
+    expected = torch.unique(torch.cat([torch.arange(120), start.draft_ids]))
+    assert len(start.d2t) < 120 and torch.equal(wide.draft_ids, expected)
+    log = [json.loads(line) for line in (tmp_path / "wide" / "log.jsonl").read_text().splitlines()]
+    assert log[0]["step"] == 0 and "accepted_per_chain" in log[0]
+    config = json.loads((tmp_path / "wide" / "train_config.json").read_text())
+    assert config["extra"]["draft_vocab_size"] == len(expected)
 
 
 def test_a_continued_head_that_does_not_improve_keeps_its_start_as_the_best(tmp_path, target, cache):

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from specdec.cli.train import add_cache_argument
 
+DEFAULT_DRAFT_VOCAB = "smollm2-135m-draft:2048"
+
 
 def add_eagle3_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default="smollm2-135m", help="the frozen model the head drafts for")
@@ -17,9 +19,10 @@ def add_eagle3_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--draft-vocab",
-        default="smollm2-135m-draft:2048",
+        default=None,
         help="FOLDER:N: the N tokens the target writes most (FOLDER's draft_vocab.json, or a packaged "
-        "draft's); 'full' for the whole vocabulary",
+        f"draft's); 'full' for the whole vocabulary (default for a new head: {DEFAULT_DRAFT_VOCAB}); with "
+        "--init-from, a wider vocabulary than the head's widens it (its own tokens kept)",
     )
     parser.add_argument("--init-from", type=Path, default=None, help="continue from this head's weights")
     parser.add_argument(
@@ -67,13 +70,14 @@ def draft_vocabulary(spec: str, model) -> torch.Tensor | None:  # noqa: F821
 
 
 def build_head(args: argparse.Namespace, target) -> Eagle3Head:  # noqa: F821
-    """The head to train: ``--init-from``'s (widened to ``--intermediate-size`` if that is wider), or a
-    new one reading ``--aux-layers`` over ``--draft-vocab``, seeded by ``--seed``."""
+    """The head to train: ``--init-from``'s (widened to ``--intermediate-size`` and to ``--draft-vocab``
+    where those are wider), or a new one reading ``--aux-layers`` over ``--draft-vocab``, seeded by
+    ``--seed``."""
     import torch
     from transformers import LlamaConfig
 
     from specdec.errors import InvalidArgumentError
-    from specdec.models.eagle3 import Eagle3Head, default_aux_layers, widened
+    from specdec.models.eagle3 import Eagle3Head, default_aux_layers, widened, with_vocabulary
     from specdec.models.eagle3_layout import load_head
 
     text = target.config.get_text_config()
@@ -84,6 +88,12 @@ def build_head(args: argparse.Namespace, target) -> Eagle3Head:  # noqa: F821
         head = load_head(args.init_from, text.num_hidden_layers)
         if width is not None and width != head.config.intermediate_size:
             head = widened(head, width, seed=args.seed)
+        if args.draft_vocab is not None:
+            wanted = draft_vocabulary(args.draft_vocab, target)
+            wanted = torch.arange(text.vocab_size) if wanted is None else wanted
+            wanted = torch.unique(torch.cat([wanted, head.draft_ids]))  # sorted; the head's own tokens kept
+            if len(wanted) > len(head.draft_ids):
+                head = with_vocabulary(head, wanted, target.get_output_embeddings().weight)
         return head
     if args.aux_layers:
         try:
@@ -98,7 +108,8 @@ def build_head(args: argparse.Namespace, target) -> Eagle3Head:  # noqa: F821
     layer = {"num_hidden_layers": 1, "tie_word_embeddings": False}
     layer |= {} if width is None else {"intermediate_size": width}
     layer = LlamaConfig(**{**text.to_dict(), **layer})
-    return Eagle3Head(layer, aux, text.hidden_size, draft_vocabulary(args.draft_vocab, target))
+    vocab = draft_vocabulary(args.draft_vocab or DEFAULT_DRAFT_VOCAB, target)
+    return Eagle3Head(layer, aux, text.hidden_size, vocab)
 
 
 def run_train_eagle3(args: argparse.Namespace) -> Path:
@@ -131,6 +142,7 @@ def run_train_eagle3(args: argparse.Namespace) -> Path:
             "cache": [str(folder) for folder in args.cache],
             "cache_meta": cache.meta,
             "draft_vocab": args.draft_vocab,
+            "draft_vocab_size": len(head.d2t),
             "init_from": None if args.init_from is None else str(args.init_from),
             "intermediate_size": head.config.intermediate_size,
             "machine": machine_info(),

@@ -210,3 +210,37 @@ def widened(head: Eagle3Head, intermediate_size: int, seed: int = 0) -> Eagle3He
     )
     wide.load_state_dict(state)
     return wide.train(head.training)
+
+
+@torch.no_grad()
+def with_vocabulary(head: Eagle3Head, draft_ids: torch.Tensor, output_embeddings: torch.Tensor) -> Eagle3Head:
+    """``head`` drafting over a wider vocabulary ``draft_ids`` (ascending target ids, a superset of its own).
+
+    Why: a token outside the draft vocabulary is never proposed, so the vocabulary caps agreement (2,048
+    tokens hold ~75 % of SmolLM2's greedy tokens on chat, 8,192 ~87 %). The old tokens keep their trained
+    rows of ``lm_head``. A new token's row is the target's own output row for it (``output_embeddings``
+    ``[V, H_target]``) through the linear map that best sends the old tokens' target rows to their trained
+    rows (least squares): the head learned its output space from the target's, so the map carries what the
+    target knows about the new tokens into it, instead of random rows that training would have to place.
+    """
+    old = head.draft_ids
+    draft_ids = torch.as_tensor(draft_ids).long().to(old.device)
+    if not bool(torch.isin(old, draft_ids).all()):
+        raise InvalidArgumentError("a wider draft vocabulary keeps every token of the head's own")
+    if len(draft_ids) <= len(old):
+        raise InvalidArgumentError(
+            f"the head drafts over {len(old)} tokens; widen it to more, got {len(draft_ids)}"
+        )
+    rows = output_embeddings.detach().float().to(old.device)
+    trained = head.lm_head.weight.float()
+    mapping = torch.linalg.lstsq(rows[old], trained).solution  # [H_target, H]: target row -> head row
+    weight = rows[draft_ids] @ mapping
+    weight[torch.searchsorted(draft_ids, old)] = trained
+    wide = Eagle3Head(
+        head.config, head.aux_layers, head.target_hidden_size, draft_ids.cpu(), head.norm_before_residual
+    ).to(head.dtype)
+    state = wide.state_dict()  # its own d2t and t2d (not saved when it covers the whole vocabulary)
+    state |= {k: v for k, v in head.state_dict().items() if k not in ("lm_head.weight", "d2t", "t2d")}
+    state["lm_head.weight"] = weight.to(head.dtype)
+    wide.load_state_dict(state)
+    return wide.train(head.training)

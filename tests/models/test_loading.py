@@ -218,6 +218,12 @@ def test_packaged_draft_roundtrip(tmp_path, tiny_model_dir, monkeypatch):
     for key, value in loaded.model.state_dict().items():
         expected = base.model.state_dict()[key] if key in manifest["shared"] else reference[key]
         assert torch.equal(value, expected), key
+    # The same export given by path (before it ships) loads alike, from its own cache entry
+    by_path = loading_module.load_model(drafts / "tiny-draft", cache_dir=tmp_path / "cache")
+    assert by_path.source == str(drafts / "tiny-draft")
+    for key, value in by_path.model.state_dict().items():
+        assert torch.equal(value, loaded.model.state_dict()[key]), key
+    assert any(p.name.startswith("tiny-draft-") for p in (tmp_path / "cache").iterdir())  # not "tiny-draft"
 
 
 @pytest.mark.parametrize(

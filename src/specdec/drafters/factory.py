@@ -23,7 +23,7 @@ from specdec.models.draft_vocab import VOCAB_FILE, top_tokens
 from specdec.models.eagle3_layout import load_head
 from specdec.models.packaged import (
     MANIFEST,
-    exported_tandem_name,
+    exported_folder_name,
     packaged_bitas,
     packaged_drafts,
     packaged_eagle3s,
@@ -213,7 +213,7 @@ def tandem_folder(name_or_path: str, cache_dir: str | None = None) -> Path:
     if path.is_dir():
         if not (path / SECONDARY_DIR / MANIFEST).is_file():
             return path
-        name, folder = exported_tandem_name(path), path
+        name, folder = exported_folder_name(path), path
     elif name_or_path in (tandems := packaged_tandems()):
         name, folder = name_or_path, tandems[name_or_path]
     else:

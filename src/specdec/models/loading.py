@@ -22,7 +22,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, P
 
 from specdec.errors import InvalidArgumentError, ModelFormatError, ModelNotFoundError, OfflineError
 from specdec.models.conversion import convert_to_cache, default_cache_dir
-from specdec.models.packaged import packaged_drafts, packaged_folder
+from specdec.models.packaged import MANIFEST, exported_folder_name, packaged_drafts, packaged_folder
 
 _DTYPES = {
     "float32": torch.float32,
@@ -205,6 +205,8 @@ def load_model(
 ) -> LoadedModel:
     """Load a causal LM + tokenizer from a built-in name, HF folder, .gguf file or hub id (in that order).
 
+    A folder written by ``specdec train export`` (own tensors only, ``specdec_draft.json`` naming its base)
+    loads by path as well as by name once shipped: rebuilt once into the cache, like a packaged draft.
     With ``device_map`` (e.g. "auto") accelerate places the weights and ``device`` is ignored.
     """
     torch_dtype = resolve_dtype(dtype)
@@ -215,15 +217,17 @@ def load_model(
     path = Path(name).expanduser()
     kwargs = {"dtype": torch_dtype, "device_map": device_map, "attn_implementation": attn_implementation}
     folder: Path | None = None
+
+    def load_base(base: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+        loaded = load_model(base, cache_dir=cache)
+        return loaded.model, loaded.tokenizer
+
     if name in BUILTIN_MODELS:
         folder, source = _builtin_folder(BUILTIN_MODELS[name], cache), f"builtin:{name}"
     elif name in (drafts := packaged_drafts()):
-
-        def load_base(base: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-            loaded = load_model(base, cache_dir=cache)
-            return loaded.model, loaded.tokenizer
-
         folder, source = packaged_folder(name, drafts[name], cache, load_base), f"builtin:{name}"
+    elif path.is_dir() and (path / MANIFEST).is_file():
+        folder, source = packaged_folder(exported_folder_name(path), path, cache, load_base), str(path)
     elif path.is_dir():
         if not (path / "config.json").is_file():
             ggufs = sorted(path.glob("*.gguf"))

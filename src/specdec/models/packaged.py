@@ -95,9 +95,10 @@ def packaged_eagle3s() -> dict[str, Path]:
     }
 
 
-def exported_tandem_name(folder: Path) -> str:
-    """The cache name of an exported Tandem folder given by path: its name and a digest of every file in it,
-    so a changed or re-exported folder (a router added, say) never reads another's rebuilt copy."""
+def exported_folder_name(folder: Path) -> str:
+    """The cache name of an exported draft or Tandem folder given by path: its name and a digest of every
+    file in it, so a changed or re-exported folder (a router added, say) never reads another's rebuilt copy,
+    nor the packaged draft of the same name."""
     digest = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != "README.md"):
         digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())

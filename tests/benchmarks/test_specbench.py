@@ -1,3 +1,4 @@
+import argparse
 import json
 import shutil
 
@@ -6,7 +7,13 @@ import torch
 
 from specdec.benchmarks.data import SPEC_BENCH_TASKS, load_spec_bench, prompt_seed
 from specdec.benchmarks.report import bootstrap_interval
-from specdec.benchmarks.specbench import default_drafters, plan_methods, rotated, static_cache_length
+from specdec.benchmarks.specbench import (
+    default_drafters,
+    fixed_gammas,
+    plan_methods,
+    rotated,
+    static_cache_length,
+)
 from specdec.cli.main import main
 from specdec.drafters import ModelDrafter, PromptLookupDrafter
 from specdec.models.packaged import BEST_DRAFTERS, drafter_digest, packaged_drafts, packaged_eagle3s
@@ -175,6 +182,27 @@ def test_a_drafter_with_a_router_runs_at_a_fixed_gamma_cap():
         ("ours-sps[lookup]", "adaptive"),
         ("ours-sps[routed, γ ≤ 6]", "6"),
     ]
+
+
+def test_fixed_gammas_run_beside_the_adaptive_policy_except_where_a_router_decides():
+    class Routed:
+        router = object()
+
+    drafters = {"lookup": PromptLookupDrafter(), "routed": Routed()}
+    methods = plan_methods(drafters, [], False, router_gamma_max=6, fixed_gammas=fixed_gammas("2, 4"))
+    assert [(m.name, m.gamma) for m in methods[1:]] == [
+        ("ours-sps[lookup]", "adaptive"),
+        ("ours-sps[lookup, γ=2]", "2"),
+        ("ours-sps[lookup, γ=4]", "4"),
+        ("ours-sps[routed, γ ≤ 6]", "6"),
+    ]
+    assert fixed_gammas("") == ()
+
+
+@pytest.mark.parametrize("text", ["0", "two", "3,-1", "2.5"])
+def test_a_bad_fixed_gamma_is_a_clear_error(text):
+    with pytest.raises(argparse.ArgumentTypeError, match="γ values >= 1"):
+        fixed_gammas(text)
 
 
 def records(times: list[float], tokens: int = 10) -> list[dict]:

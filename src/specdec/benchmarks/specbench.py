@@ -52,6 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="smollm2-135m-draft",
         help="drafters also run with HF's +2/-1 γ rule, to compare with the adaptive policy",
     )
+    parser.add_argument(
+        "--fixed-gamma",
+        type=fixed_gammas,
+        default=(),
+        help="comma-separated γ values every drafter (routed ones aside) also runs at, beside the adaptive "
+        "policy: what the policy's choice of block length costs or gains",
+    )
     parser.add_argument("--no-hf", action="store_true", help="skip the HF transformers baselines")
     parser.add_argument(
         "--engine",
@@ -143,10 +150,12 @@ def plan_methods(
     router_gamma_max: int = 8,
     hf_compile: bool = False,
     engines: tuple[str, ...] = ("eager",),
+    fixed_gammas: tuple[int, ...] = (),
 ) -> list[BenchMethod]:
     """Every method of the run. A drafter with its own block-length router (``tandem+router:``) runs at
-    a fixed γ_max that the router cuts short; every other drafter under the adaptive γ policy. Our
-    methods run once per engine; the eager engine's rows keep their plain names."""
+    a fixed γ_max that the router cuts short; every other drafter under the adaptive γ policy, and at
+    each of ``fixed_gammas``. Our methods run once per engine; the eager engine's rows keep their plain
+    names."""
     methods = [BenchMethod("hf-plain", "hf-plain")] if with_hf else []
     if with_hf and hf_compile:
         methods.append(BenchMethod("hf-static-compile", "hf-static-compile"))
@@ -170,7 +179,19 @@ def plan_methods(
                 methods.append(
                     BenchMethod(f"ours-sps[{spec}, +2/-1{tag}]", "sps", spec, "heuristic", engine=engine)
                 )
+            for gamma in () if routed else fixed_gammas:
+                methods.append(
+                    BenchMethod(f"ours-sps[{spec}, γ={gamma}{tag}]", "sps", spec, str(gamma), engine=engine)
+                )
     return methods
+
+
+def fixed_gammas(text: str) -> tuple[int, ...]:
+    """``--fixed-gamma``'s list (argparse's type: a typo is a usage error before any model loads)."""
+    values = [v.strip() for v in text.split(",") if v.strip()]
+    if not all(v.isdigit() and int(v) >= 1 for v in values):
+        raise argparse.ArgumentTypeError(f"takes γ values >= 1, comma-separated; got {text!r}")
+    return tuple(int(v) for v in values)
 
 
 def rotated(methods: list[BenchMethod], turn: int) -> list[BenchMethod]:
@@ -223,9 +244,8 @@ def run_from_args(args: argparse.Namespace) -> dict:
     # HF samples with its own random stream: its texts and speed under sampling are not comparable.
     with_hf = not args.no_hf and not sampled
     heuristic_for = [d for d in args.heuristic_for.split(",") if d]
-    methods = plan_methods(
-        drafters, heuristic_for, with_hf, verify, args.router_gamma_max, args.hf_compile, engines
-    )
+    options = (args.router_gamma_max, args.hf_compile, engines, args.fixed_gamma)
+    methods = plan_methods(drafters, heuristic_for, with_hf, verify, *options)
 
     def encode(text: str) -> list[int]:
         ids = loaded.tokenizer.apply_chat_template(

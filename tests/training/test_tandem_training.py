@@ -373,6 +373,18 @@ def test_the_cli_runs_the_whole_recipe(tmp_path, tiny_model_dir, answers, monkey
     by_path = TandemModel.from_pretrained(tandem_folder(str(dest / "tiny-tandem"), str(tmp_path / "c")))
     for name, mine in by_path.named_parameters():  # the exported folder given by path loads as by name
         torch.testing.assert_close(mine, dict(drafter.tandem.named_parameters())[name], rtol=0, atol=0)
+    # Exported folders (own tensors in bf16, the rest the base's) are scored as they ship, beside checkpoints
+    export = ["train", "export", "--draft", str(tmp_path / "draft" / "best"), "--base", str(tiny_model_dir)]
+    assert main([*export, "--name", "tiny-draft", "--dest", str(dest)]) == 0
+    monkeypatch.setenv("SPECDEC_CACHE", str(tmp_path / "c"))
+    shipped = [*("--model", f"tandem={dest / 'tiny-tandem'}", "--model", f"draft={dest / 'tiny-draft'}")]
+    out = ["--out", str(tmp_path / "shipped.json"), "--markdown", str(tmp_path / "SHIPPED.md")]
+    assert main(["eval", "tandem", *shipped, "--heldout-cache", f"text={text_cache}", *out]) == 0
+    exported = json.loads((tmp_path / "shipped.json").read_text())["tables"]["text"]
+    for name in ("tandem", "draft"):
+        mine, theirs = exported[name], report["tables"]["text"][name]
+        assert mine["positions"] == theirs["positions"]
+        assert mine["relative_tv"] == pytest.approx(theirs["relative_tv"], abs=0.05)
     assert (
         main(
             [

@@ -25,10 +25,13 @@ import torch
 
 from specdec.benchmarks.bild_report import relative_link
 from specdec.benchmarks.report import machine_info
+from specdec.drafters.factory import tandem_folder
 from specdec.errors import InvalidArgumentError
-from specdec.models.packaged import drafter_digest
+from specdec.models.loading import load_model
+from specdec.models.packaged import MANIFEST, drafter_digest
 from specdec.models.router import total_variation_topk
 from specdec.models.tandem import CONFIG_FILE as TANDEM_CONFIG
+from specdec.models.tandem import SECONDARY_DIR
 from specdec.training.primary_cache import PrimaryCache, split
 from specdec.training.tandem import evaluate_on_cache, load_checkpoint, student_logits
 
@@ -111,6 +114,16 @@ def table_one(model, cache: PrimaryCache, indices: Sequence[int], gamma_train: i
     }
 
 
+def load_scored(folder: Path) -> torch.nn.Module:
+    """A training checkpoint, or a folder `train export` wrote (own tensors only, the rest shared with its
+    base), rebuilt as the drafters load it: a shipped drafter is scored as it runs."""
+    if (folder / SECONDARY_DIR / MANIFEST).is_file():
+        folder = tandem_folder(str(folder))
+    if (folder / MANIFEST).is_file():
+        return load_model(folder).model
+    return load_checkpoint("tandem" if (folder / TANDEM_CONFIG).is_file() else "draft", folder)
+
+
 def budget_curve(log: Path) -> list[dict]:
     """(training tokens, held-out agreement, accepted per block) at each evaluation of a run."""
     if not log.is_file():
@@ -141,7 +154,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
     runs = _named(args.run, "--run")
     tables: dict[str, dict[str, dict]] = {}
     for name, folder in models.items():
-        model = load_checkpoint("tandem" if (folder / TANDEM_CONFIG).is_file() else "draft", folder)
+        model = load_scored(folder)
         for cache_name, (cache, indices) in caches.items():
             row = table_one(model, cache, indices, args.gamma_train)
             row |= evaluate_on_cache(model, cache, indices, args.gamma_train)

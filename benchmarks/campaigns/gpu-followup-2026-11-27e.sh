@@ -1,10 +1,12 @@
 #!/bin/bash
-# Session 2026-11-28 (twenty-eighth), issue 20: the CPU side of the lease that ran train-gpu-2026-11-27d.sh (8 GPU
+# Session 2026-11-27 (twenty-eighth), issue 20: the CPU side of the lease that ran train-gpu-2026-11-27d.sh (8 GPU
 # batches 1500000, 1700000-2000000, 2600000-2800000 cached with layers 0,2,15,27,29; the widened head 741 steps +
 # two continuations on the warm machine (750 and 650 steps), Tandem 428 steps and the draft 1,507 side by side;
 # everything in /work/runs/gpu-train4). Nothing is trained here except the new secondary's router:
 #   1. the heads per source on the CPU caches' held-out tails, and on the target's own Spec-Bench answers;
-#   2. the Tandem secondary and the draft against the shipped ones (`eval tandem`) on two caches no run read;
+#   2. the Tandem secondary and the draft against the shipped ones (`eval tandem`) on two caches no run read (this
+#      step stopped at the shipped draft's folder, which `eval tandem` could not read then: rerun by
+#      eval-2026-11-27e-tandem-draft.sh);
 #   3. the router of the new secondary (`train router` on primary-intents2, the shipped router's settings);
 #   4. the A/Bs on the bench: the head (30 prompts, bench-2026-11-27d-vocab-head.sh) and Tandem / the draft at
 #      equal tokens (60 prompts, as TANDEM_GPU_AB_2026-11-27), our plain as the baseline in the same run.

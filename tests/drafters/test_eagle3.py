@@ -15,6 +15,7 @@ from specdec.engine import Engine
 from specdec.engine.kernels import packing_supported
 from specdec.errors import InvalidArgumentError
 from specdec.models.eagle3_layout import save_head
+from specdec.models.surgery import reduced_precision_copy
 from specdec.training.eagle3 import unrolled_logits
 from tiny import chains_against_fresh, fresh_chain, make_eagle3, make_eagle3_head, make_llama, make_tokenizer
 
@@ -78,6 +79,33 @@ def test_the_factory_reads_precision_and_tree_prefixes_in_any_order(tmp_path):
     for bad in ("tree-1:eagle3:", "int8:bf16:eagle3:", "tree-2:tree-3:eagle3:", "wide:eagle3:"):
         with pytest.raises(InvalidArgumentError, match=r"expected \[tree-K:\]"):
             make_drafter(f"{bad}{folder}", TARGET, TOK)
+
+
+def test_an_int8_head_keeps_the_fusion_of_the_targets_states_in_full_precision(tmp_path):
+    """fc reads the target's raw hidden states, whose few huge channels would leave every other channel a
+    handful of int8 levels under one per-call scale; the negative control quantises it too."""
+    head = make_eagle3_head(TARGET)
+    kept, control = reduced_precision_copy(head, "int8", keep=("fc",)), reduced_precision_copy(head, "int8")
+    assert type(kept.fc) is nn.Linear and type(control.fc) is DynamicQuantizedLinear
+    assert (
+        sum(type(m) is DynamicQuantizedLinear for m in kept.modules())
+        == sum(type(m) is DynamicQuantizedLinear for m in control.modules()) - 1
+    )  # every other linear is int8
+    torch.manual_seed(0)
+    plain = {h: torch.randn(1, 16, TARGET.config.hidden_size) for h in head.aux_layers}
+    massive = {h: x.clone() for h, x in plain.items()}
+    massive[head.aux_layers[0]][..., 3] = 400.0  # a massive activation, as at a real target's first token
+    with torch.no_grad():
+        for hidden in (plain, massive):
+            assert torch.equal(kept.fuse(hidden), head.fuse(hidden))
+        error = {
+            name: (control.fuse(h) - head.fuse(h)).norm()
+            for name, h in (("plain", plain), ("massive", massive))
+        }
+    assert error["massive"] > 10 * error["plain"]  # one huge channel coarsens every other channel's int8 step
+    folder = save_head(head, tmp_path / "head", {"name_or_path": "tiny", "architectures": []})
+    built = make_drafter(f"int8:eagle3:{folder}", TARGET, TOK)
+    assert type(built.head.fc) is not DynamicQuantizedLinear  # what `int8:eagle3:` builds
 
 
 @settings(max_examples=100, deadline=None)

@@ -172,7 +172,10 @@ def eagle3_drafter(spec: str, target: PreTrainedModel) -> Eagle3Drafter:
     )
     head = load_head(folder, target.config.get_text_config().num_hidden_layers)
     if precision is not None:
-        head = reduced_precision_copy(head, precision)
+        # fc reads the target's raw hidden states (massive activations): quantised, its input keeps a few
+        # levels per channel and the int8 head's first draft after a prompt was rejected on 15 of 15
+        # Spec-Bench prompts (benchmarks/HEAD_PRECISION_2026-11-27e.md)
+        head = reduced_precision_copy(head, precision, keep=("fc",))
     return Eagle3Drafter(head, target.get_input_embeddings().weight, tree_width=width, name=spec)
 
 

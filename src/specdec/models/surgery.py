@@ -44,16 +44,24 @@ def truncated_copy(model: PreTrainedModel, num_layers: int) -> PreTrainedModel:
     return short
 
 
-def reduced_precision_copy(model: PreTrainedModel, precision: str) -> PreTrainedModel:
-    """The model in int8 (dynamic quantisation of its linears), bf16 or fp16."""
+def reduced_precision_copy(
+    model: PreTrainedModel, precision: str, keep: tuple[str, ...] = ()
+) -> PreTrainedModel:
+    """The model in int8 (dynamic quantisation of its linears, but those named in ``keep``), bf16 or fp16.
+
+    Dynamic int8 quantises a linear's input with one scale per call: an input with a few huge channels
+    (a target's raw hidden states, whose massive activations reach hundreds) leaves the other channels
+    a handful of levels, so such a linear stays in full precision (``keep``)."""
     if precision not in PRECISIONS:
         raise InvalidArgumentError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if precision == "int8":
+        copied = shallow_copy(model)
+        names = {name for name, module in copied.named_modules() if isinstance(module, nn.Linear)}
         # Dynamic int8: weights stored as int8, activations quantised per call (fbgemm on x86).
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return torch.ao.quantization.quantize_dynamic(
-                shallow_copy(model), {nn.Linear}, dtype=torch.qint8, inplace=True
+                copied, names - set(keep), dtype=torch.qint8, inplace=True
             )
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
     return copy.deepcopy(model).to(dtype)

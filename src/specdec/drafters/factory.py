@@ -55,7 +55,11 @@ DRAFTER_SPECS: tuple[tuple[str, str], ...] = (
         "or a packaged name",
     ),
     ("tree-K:eagle3:PATH", "the head's chain plus its next K-1 likeliest tokens at each depth (a tree)"),
-    ("int8:eagle3:PATH", "the head's linears in int8 (or bf16:, fp16:): fewer bytes per draft token"),
+    (
+        "int8:eagle3:PATH",
+        "the head's linears in int8 but the one reading the target's states (or bf16:, fp16:): "
+        "fewer bytes per draft token",
+    ),
     (
         "bita:PATH, bita[SHAPE]:PATH",
         "a BiTA adapter: the target drafts for itself; SHAPE efficient, straight, "

@@ -31,7 +31,6 @@ from specdec.models.loading import load_model
 from specdec.models.packaged import MANIFEST, drafter_digest
 from specdec.models.router import total_variation_topk
 from specdec.models.tandem import CONFIG_FILE as TANDEM_CONFIG
-from specdec.models.tandem import SECONDARY_DIR
 from specdec.training.primary_cache import PrimaryCache, split
 from specdec.training.tandem import evaluate_on_cache, load_checkpoint, student_logits
 
@@ -117,8 +116,7 @@ def table_one(model, cache: PrimaryCache, indices: Sequence[int], gamma_train: i
 def load_scored(folder: Path) -> torch.nn.Module:
     """A training checkpoint, or a folder `train export` wrote (own tensors only, the rest shared with its
     base), rebuilt as the drafters load it: a shipped drafter is scored as it runs."""
-    if (folder / SECONDARY_DIR / MANIFEST).is_file():
-        folder = tandem_folder(str(folder))
+    folder = tandem_folder(str(folder))  # an exported Tandem folder rebuilt; any other folder as it is
     if (folder / MANIFEST).is_file():
         return load_model(folder).model
     return load_checkpoint("tandem" if (folder / TANDEM_CONFIG).is_file() else "draft", folder)

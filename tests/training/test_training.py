@@ -394,6 +394,31 @@ def test_data_answers_to_self_written_prompts(tmp_path, tiny_model_dir, capsys):
     assert prompts_file.read_text() == (tmp_path / "answers" / prompts_file.name).read_text()
 
 
+def test_data_answers_opener_steers_self_intents(tmp_path, tiny_model_dir, capsys, monkeypatch):
+    """--opener replaces the built-in intents that steer self-written requests, and is recorded."""
+    from specdec.cli.main import main
+
+    steered = []
+
+    def writer(pipe, count, *, openers, **kwargs):
+        steered.append(tuple(openers))
+        return [f"{openers[i % len(openers)]} text {i}" for i in range(count)]
+
+    monkeypatch.setattr(answers_module, "self_written_prompts", writer)
+    args = ["data", "answers", "--target", str(tiny_model_dir), "--count", "4", "--max-new-tokens", "2"]
+    steer = ["--opener", "Translate into English:", "--opener", "Summarize:"]
+    assert main([*args, "--prompts", "self-intents", *steer, "--cache-dir", str(tmp_path)]) == 0
+    assert steered == [("Translate into English:", "Summarize:")]
+    manifest = Path(capsys.readouterr().out.splitlines()[-1].removeprefix("manifest: "))
+    assert json.loads(manifest.read_text())["settings"]["opener"] == steer[1::2]
+    assert main([*args, "--prompts", "self-intents", "--cache-dir", str(tmp_path)]) == 0
+    assert steered[-1] == answers_module.INTENT_OPENERS  # without --opener: the built-in intents
+    assert main([*args, "--prompts", "self", *steer, "--cache-dir", str(tmp_path)]) == 2
+    assert "needs --prompts self-intents" in capsys.readouterr().err
+    assert main([*args, "--prompts", "self-intents", "--opener", " ", "--cache-dir", str(tmp_path)]) == 2
+    assert "--opener must be non-empty" in capsys.readouterr().err
+
+
 def test_answers_are_generated_shortest_first_and_returned_in_prompt_order(
     tmp_path, tok, target, monkeypatch
 ):

@@ -31,6 +31,14 @@ def add_answers_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="sampling seed of self-written requests")
     parser.add_argument(
+        "--opener",
+        action="append",
+        default=None,
+        help="with `self-intents`: steer the requests with these openers instead of the built-in intents "
+        "(row i starts with the (i mod n)-th), to add data for a task the drafters lack, e.g. "
+        "--opener 'Translate the following German text into English:'; repeatable",
+    )
+    parser.add_argument(
         "--request-tokens",
         type=int,
         default=64,
@@ -84,6 +92,7 @@ def run_answers(args: argparse.Namespace) -> list[Path]:
     check_count("--max-prompt-tokens", args.max_prompt_tokens)
     check_count("--request-tokens", args.request_tokens)
     own = ("self", "self-intents")
+    intents = _intent_openers(args, INTENT_OPENERS)
     single = [s for s in args.prompts if s not in own and not s.startswith("conversations:")]
     corpora = [load_prompts(spec, args.count, snippet_chars=args.snippet_chars) for spec in single]
     chats = [
@@ -97,7 +106,7 @@ def run_answers(args: argparse.Namespace) -> list[Path]:
     cache = (Path(args.cache_dir) if args.cache_dir else default_cache_dir()) / "answers"
     started = time.perf_counter()
     prompts = [p for found in corpora for p in found]
-    for spec, openers in (("self", ("",)), ("self-intents", INTENT_OPENERS)):
+    for spec, openers in (("self", ("",)), ("self-intents", intents)):
         if spec in args.prompts:
             with tqdm(total=args.count, desc=f"{spec} requests (cached, resumable)") as bar:
                 prompts += self_written_prompts(
@@ -138,6 +147,19 @@ def run_answers(args: argparse.Namespace) -> list[Path]:
         print(f"{len(answers)} answers, {sum(len(a.answer_ids) for a in answers)} answer tokens: {path}")
     print(f"manifest: {manifest}")
     return [path for path, _ in files]
+
+
+def _intent_openers(args: argparse.Namespace, default: tuple[str, ...]) -> tuple[str, ...]:
+    """The openers that steer `self-intents` requests: ``--opener``'s, else the built-in intents."""
+    from specdec.errors import InvalidArgumentError
+
+    if not args.opener:
+        return default
+    if "self-intents" not in args.prompts:
+        raise InvalidArgumentError("--opener steers self-written requests: it needs --prompts self-intents")
+    if not all(o.strip() for o in args.opener):
+        raise InvalidArgumentError("--opener must be non-empty text")
+    return tuple(args.opener)
 
 
 def write_manifest(args: argparse.Namespace, files: list, counts: dict, elapsed: float, folder: Path) -> Path:

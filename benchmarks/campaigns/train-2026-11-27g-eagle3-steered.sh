@@ -1,7 +1,8 @@
 #!/bin/bash
 # Session 2026-11-27 (thirtieth), issue 20: the shipped EAGLE-3 head (ac6140726a9cc5be) continued on the CPU on the
 # translation / summary requests that data-2026-11-27g-steered-cpu.sh wrote (the head's weakest Spec-Bench tasks:
-# 0.84 and 1.10 accepted per chain of 4 on the target's own answers there), mixed with the first GENERAL answers of
+# 0.84 and 1.10 accepted per chain of 4 on the target's own answers there; seeds 6000000 and 6100000) and the
+# German -> English requests of data-2026-11-27g-backtranslate.sh (its stage 2), mixed with the first GENERAL answers of
 # the committed self-intents-2600000 batch (general chat the head has trained on, so that it does not forget it).
 # One primary cache over all of them (layers 0,2,15,27,29 as the lease's; shuffled, so the 80-sequence selection
 # tail spans both), then `train eagle3` from the shipped head with the lease's settings at the CPU's batch (16).

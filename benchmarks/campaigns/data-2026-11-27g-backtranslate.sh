@@ -6,7 +6,10 @@
 # answers are the target's own (bf16, greedy, batch 64, 128 new tokens); stage 2's answers are the training data.
 # The self-written translation requests of data-2026-11-27f-translate-summarize.sh are mostly English text the
 # target then translates *into* French or German; these are German-looking inputs with English answers, as in the
-# bench. Not committed (Gutenberg text from ../shared); rebuilt by rerunning: greedy, so the same on the same CPU.
+# bench. The first run (2026-11-27) lacked `--count`, so `data answers` took its default 1,000 of the 1,536 stage-1
+# requests: 1,000 German answers (591 cut at 128 tokens, looping), 404 whole ones of >= 5 words kept for stage 2.
+# ANSWER_COUNT=1000 rebuilds that run. Not committed (Gutenberg text from ../shared); greedy, so a rebuild on the
+# same kind of CPU writes the same files.
 set -uo pipefail
 source /work/main/.venv/bin/activate
 export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1
@@ -30,8 +33,8 @@ with open(out, "w") as f:
 print(f"{len(sentences)} candidate sentences, {len(picked)} picked")
 PY
 answers() {  # conversations file -> the answers file's path (printed by `data answers`)
-  specdec data answers --prompts "conversations:$1" --rounds 1 --max-new-tokens 128 --max-prompt-tokens 768 \
-    --dtype bf16 --batch-size 64 2>&1 | grep -v -E "it/s\]|s/it\]" | tee -a $B/log.txt | grep 'answer tokens: ' \
+  specdec data answers --prompts "conversations:$1" --rounds 1 --count "${ANSWER_COUNT:-${COUNT:-1536}}" --max-new-tokens 128 \
+    --max-prompt-tokens 768 --dtype bf16 --batch-size 64 2>&1 | grep -v -E "it/s\]|s/it\]" | tee -a $B/log.txt | grep 'answer tokens: ' \
     | tail -1 | sed 's/.*answer tokens: //'
 }
 FIRST=$(answers $B/stage1.jsonl)

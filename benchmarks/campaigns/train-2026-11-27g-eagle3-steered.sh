@@ -19,7 +19,8 @@ GENERAL_FILE=$R/general-2600000-${GENERAL:=1600}.jsonl
 [ -f "$GENERAL_FILE" ] || head -n "$GENERAL" $A/answers-8aa5145bf3bb9b7d.jsonl > "$GENERAL_FILE"
 echo "== cache $(date -Is) $(lscpu | grep 'Model name') commit $(git -C $M rev-parse --short HEAD)"
 sha256sum "${FILES[@]/#/$A/}" "$GENERAL_FILE"
-specdec data primary --answers "${FILES[@]/#/$A/}" "$GENERAL_FILE" --output $R/primary-steered-g --max-len 256 \
+ANSWERS=(); for f in "${FILES[@]/#/$A/}" "$GENERAL_FILE"; do ANSWERS+=(--answers "$f"); done
+specdec data primary "${ANSWERS[@]}" --output $R/primary-steered-g --max-len 256 \
   --batch-size 16 --dtype bf16 --hidden-layers 0,2,15,27,29 2>&1 | grep -v -E "it/s\]|s/it\]"
 echo "== train $(date -Is) (exit ${PIPESTATUS[0]})"
 timeout "${TRAIN_SECONDS:-2400}" specdec train eagle3 --cache $R/primary-steered-g \

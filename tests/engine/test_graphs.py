@@ -8,12 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specdec.decoders import SpeculativeSampling
-from specdec.drafters import ModelDrafter, PromptLookupDrafter
+from specdec.drafters import ModelDrafter, PromptLookupDrafter, TandemDrafter
 from specdec.engine import Engine
 from specdec.engine.static_steps import graph_rows
 from specdec.errors import InvalidArgumentError
 from specdec.pipeline import Pipeline
-from tiny import make_llama
+from tiny import make_eagle3, make_llama, make_oracle_tandem
 
 VOCAB = 320
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
@@ -71,6 +71,39 @@ def test_a_token_decoded_alone_or_verified_in_a_block_gets_the_same_logits():
     assert torch.equal(block.extend(x[:, 10:16]).logits, stepped)
 
 
+def _hidden_script(engine: Engine, x: torch.Tensor, layers: tuple[int, ...]) -> list:
+    """A prefill, then one-token steps, a tree and a 4-token block, each asking for ``layers``."""
+    tree = torch.tensor([[1, 0, 0], [1, 1, 0], [1, 0, 1]], dtype=torch.bool)
+    engine.reset(2, 16)
+    outs = [engine.extend(x[:, :10], hidden_layers=layers), engine.extend(x[:, 10:11], hidden_layers=layers)]
+    outs.append(engine.extend(x[:, 11:14], tree_mask=tree, hidden_layers=layers))
+    engine.keep(torch.tensor([[True, False, True], [True, True, False]]))
+    outs += [engine.extend(x[:, 14:18], hidden_layers=layers), engine.extend(x[:, 18:19])]
+    return outs
+
+
+def test_padded_steps_return_the_hidden_states_eager_steps_return():
+    """A drafter reading the target's states (EAGLE-3, Tandem) asks for them at every verify: the padded
+    step (what a CUDA graph replays) returns them, cut to the block's rows and tokens, one step kind per
+    set of layers."""
+    model = make_llama(VOCAB, seed=2, hidden=64, layers=4)
+    x = _tokens(20, rows=2)
+    eager, padded = Engine(model), Engine(model)
+    padded.capture_graphs(8, capture=False)
+    calls = []
+    step = padded.graphs.step
+    padded.graphs.step = lambda *args: calls.append((tuple(args[0].shape), args[-1])) or step(*args)
+    layers = (0, 2, 4)
+    for got, want in zip(_hidden_script(padded, x, layers), _hidden_script(eager, x, layers), strict=True):
+        torch.testing.assert_close(got.logits, want.logits, rtol=1e-5, atol=1e-5)
+        assert got.hidden_states.keys() == want.hidden_states.keys()
+        for i, h in want.hidden_states.items():
+            assert got.hidden_states[i].shape == h.shape
+            torch.testing.assert_close(got.hidden_states[i], h, rtol=1e-5, atol=1e-5)
+    # Every block after the prefill ran padded, with the layers asked for (none for the last one).
+    assert calls == [((2, 8), layers)] * 3 + [((2, 8), ())]
+
+
 def test_speculative_decoding_on_padded_engines_is_lossless(tiny_tokenizer):
     target = make_llama(len(tiny_tokenizer), seed=0, layers=3)
     drafter = ModelDrafter(make_llama(len(tiny_tokenizer), seed=7), tiny_tokenizer)
@@ -82,6 +115,27 @@ def test_speculative_decoding_on_padded_engines_is_lossless(tiny_tokenizer):
         for method in ("plain", SpeculativeSampling(4), SpeculativeSampling("adaptive")):
             out = pipe.with_drafter(draft).generate(["the quick brown fox"], method=method, max_new_tokens=30)
             assert out.token_ids == plain.token_ids
+
+
+def test_drafters_reading_the_targets_states_stay_lossless_on_padded_engines(tiny_tokenizer):
+    """EAGLE-3 and Tandem verify through the padded step with hidden states; an oracle Tandem secondary
+    (the target itself) is accepted at every position only if those states reach it right."""
+    target = make_llama(len(tiny_tokenizer), seed=0, layers=4)
+    pipe = Pipeline(target, tiny_tokenizer)
+    plain = pipe.generate(["the quick brown fox"], method="plain", max_new_tokens=30)
+    pipe.engine.capture_graphs(capture=False)
+    calls = []
+    step = pipe.engine.graphs.step
+    pipe.engine.graphs.step = lambda *args: calls.append(args[-1]) or step(*args)
+    oracle = TandemDrafter(make_oracle_tandem(target), tiny_tokenizer)
+    for draft in (make_eagle3(target), oracle):
+        calls.clear()
+        out = pipe.with_drafter(draft).generate(
+            ["the quick brown fox"], method=SpeculativeSampling(4), max_new_tokens=30
+        )
+        assert out.token_ids == plain.token_ids
+        assert calls and all(calls)  # every verify ran padded and returned the drafter's states
+    assert out.stats.acceptance_rate == 1.0
 
 
 def test_graphed_engines_keep_their_cache_buffers_across_batches_of_one_shape():
@@ -118,6 +172,21 @@ def test_graph_replays_compute_what_the_padded_steps_compute(dtype):
     for got, want in zip(_script(graphed, x), _script(padded, x), strict=True):
         assert torch.equal(got, want)
     assert graphed.graphs.graphs  # it did capture
+
+
+@cuda
+def test_graph_replays_return_the_hidden_states_the_padded_steps_return():
+    model = make_llama(VOCAB, seed=2, hidden=64, layers=4).to("cuda")
+    x = _tokens(20, rows=2)
+    padded, graphed = Engine(model), Engine(model)
+    padded.capture_graphs(8, capture=False)
+    graphed.capture_graphs(8)
+    for got, want in zip(
+        _hidden_script(graphed, x, (0, 2, 4)), _hidden_script(padded, x, (0, 2, 4)), strict=True
+    ):
+        assert torch.equal(got.logits, want.logits)
+        assert all(torch.equal(got.hidden_states[i], h) for i, h in want.hidden_states.items())
+    assert {key[-1] for key in graphed.graphs.graphs} == {(0, 2, 4), ()}  # one graph per set of layers
 
 
 @cuda

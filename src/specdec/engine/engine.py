@@ -50,13 +50,12 @@ class Engine(BatchState, BlockLayout, StaticSteps):
             ``None`` means "when supported" (fp32 on CPU; bf16 on CPUs with oneDNN bf16 kernels).
         compile: the fast step of the engine's device. On CPU, verify blocks (2 to ``STATIC_WIDTHS``
             tokens) run as static-shape steps under ``torch.compile`` (:meth:`compile_steps`); on
-            CUDA, every plain block of up to ``STATIC_WIDTHS`` tokens runs as one padded static step
-            replayed from a CUDA graph of the compiled model (:meth:`capture_graphs`). Prefills and
-            blocks with given layer inputs or embeddings stay eager, and so do graphed engines'
-            blocks that return hidden states. Off by
-            default: on a 2-core CPU it saved 4-10 % of a 4-token target block for ~50 s of compiling
-            (``benchmarks/COMPILE_PROBE.md``); on an H100 it made plain decoding 10-15× HF
-            ``generate`` (``benchmarks/ENGINE_SPEED_GPU.md``).
+            CUDA, every block of up to ``STATIC_WIDTHS`` token ids runs as one padded static step
+            replayed from a CUDA graph of the compiled model (:meth:`capture_graphs`), the hidden
+            states a drafter asks for included. Prefills and blocks with given layer inputs or
+            embeddings stay eager. Off by default: on a 2-core CPU it saved 4-10 % of a 4-token
+            target block for ~50 s of compiling (``benchmarks/COMPILE_PROBE.md``); on an H100 it made
+            plain decoding 10-15× HF ``generate`` (``benchmarks/ENGINE_SPEED_GPU.md``).
         lean: run blocks of token ids through :func:`~specdec.engine.lean.lean_forward` (the model's
             own modules without transformers' per-call wrappers); ``None`` means "when it gives this
             model's logits bit for bit", checked on a probe at construction. Blocks that ask for
@@ -153,10 +152,10 @@ class Engine(BatchState, BlockLayout, StaticSteps):
             raise InvalidArgumentError(f"block has {batch} rows but the engine holds {self.batch_size}")
         token_mask, block = self._block_mask(batch, width, token_mask, tree_mask)
         positions = self._positions(block, positions)
-        # Token ids through the model's own stack: a compiled static step or the lean path can run it
-        # (skipping transformers' wrappers); only the plain case (no hidden states) replays a graph.
+        # Token ids through the model's own stack: a compiled static step, a graph's replay (hidden states
+        # included, as a drafter reading them asks at every verify) or the lean path can run it.
         own_stack = model is None and not layer_inputs and embeds is None
-        padded, static = self._step_kind(width, own_stack and not hidden_layers, own_stack)
+        padded, static = self._step_kind(width, own_stack)
         lean = own_stack and not static and (self.lean_hidden if hidden_layers else self.lean)
         run_width = self.graphs.width if padded else width
         self._make_room(run_width)
@@ -168,9 +167,11 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         )
         self.cache.write_start, self.cache.read_start, self.cache.read_end = start, first, read_end
         if padded:  # the graphs copy the inputs into their own buffers on the device
-            logits = self._replay(tokens, mask, positions, key_pos, write_slots, width)
-            # A graph's output buffer is overwritten by its next replay: keep a copy.
-            output = ExtendOutput(logits=(logits if num_logits is None else logits[:, -num_logits:]).clone())
+            out = self._replay(tokens, mask, positions, key_pos, write_slots, width, hidden_layers)
+            logits = out.logits if num_logits is None else out.logits[:, -num_logits:]
+            # A graph's output buffers are overwritten by its next replay: keep copies.
+            hidden = {i: h.clone() for i, h in out.hidden_states.items()}
+            output = ExtendOutput(logits=logits.clone(), hidden_states=hidden)
         else:
             # The lean path hands each layer its mask as it is, so a plain causal block may go without.
             masks = (
@@ -192,12 +193,12 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         self.slots.write(token_mask, positions)
         return output
 
-    def _step_kind(self, width: int, plain: bool, own_stack: bool) -> tuple[bool, bool]:
+    def _step_kind(self, width: int, own_stack: bool) -> tuple[bool, bool]:
         """(padded, static): whether the block replays a padded graph step, and whether it runs as a
-        static-shape step at all (graphed, or compiled for verify widths); only once a first eager
-        forward has allocated the cache's buffers."""
+        static-shape step at all (graphed, or compiled for verify widths); only blocks of token ids
+        through the model's own stack, once a first eager forward has allocated the cache's buffers."""
         allocated = self.cache.layers[0].is_initialized
-        padded = self.graphs is not None and plain and allocated and width <= self.graphs.width
+        padded = self.graphs is not None and own_stack and allocated and width <= self.graphs.width
         compiled = self.compiled is not None and own_stack and allocated
         return padded, padded or (compiled and self._smallest_static <= width <= STATIC_WIDTHS)
 

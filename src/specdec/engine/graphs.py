@@ -16,9 +16,11 @@ from collections.abc import Callable
 
 import torch
 
-# step(tokens [B, W], positions [B, W], masks, slots [W]) -> logits [B, W, V]; masks: one tensor or
-# one per layer type, as the engine's attention_masks gives them.
-Step = Callable[[torch.Tensor, torch.Tensor, object, torch.Tensor], torch.Tensor]
+from specdec.engine.output import ExtendOutput
+
+# step(tokens [B, W], positions [B, W], masks, slots [W], hidden_layers) -> logits [B, W, V] and the hidden
+# states [B, W, d] of those layers; masks: one tensor or one per layer type, as attention_masks gives them.
+Step = Callable[[torch.Tensor, torch.Tensor, object, torch.Tensor, tuple[int, ...]], ExtendOutput]
 _WARM_UP_RUNS = 2  # cuBLAS / attention workspaces are allocated outside the capture
 
 
@@ -45,10 +47,11 @@ def _on(device: torch.device, tokens, positions, masks, slots) -> tuple:
 
 
 class _Captured:
-    """One graph and the buffers it reads (inputs) and writes (logits)."""
+    """One graph and the buffers it reads (inputs) and writes (logits, the hidden states asked for)."""
 
-    def __init__(self, step: Step, pool, args: tuple):
+    def __init__(self, step: Step, pool, args: tuple, hidden_layers: tuple[int, ...]):
         self.tokens, self.positions, self.masks, self.slots = args
+        args = (*args, hidden_layers)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -57,9 +60,9 @@ class _Captured:
         torch.cuda.current_stream().wait_stream(side)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph, pool=pool):
-            self.logits = step(*args)
+            self.output = step(*args)
 
-    def replay(self, tokens, positions, masks, slots) -> torch.Tensor:
+    def replay(self, tokens, positions, masks, slots) -> ExtendOutput:
         # Host-to-device copies from pageable memory: ordered before the replay on the same stream.
         self.tokens.copy_(tokens, non_blocking=True)
         self.positions.copy_(positions, non_blocking=True)
@@ -67,13 +70,15 @@ class _Captured:
         for mine, new in zip(_masks_list(self.masks), _masks_list(masks), strict=True):
             mine.copy_(new, non_blocking=True)
         self.graph.replay()
-        return self.logits
+        return self.output
 
 
 class StepGraphs:
     """Runs the engine's static step at one padded ``width`` on ``device``, through a CUDA graph per
-    input shape (rows, capacity) when ``capture`` is set, or as it is (the same computation, e.g. on
-    CPU). Inputs may come from the host; they are copied to the device."""
+    input shape (rows, capacity) and set of hidden layers returned when ``capture`` is set, or as it is
+    (the same computation, e.g. on CPU). Inputs may come from the host; they are copied to the device.
+    A drafter that reads the target's hidden states (an EAGLE-3 head, a Tandem secondary) asks for the
+    same layers at every verify, so it adds one graph per shape, not one per step."""
 
     def __init__(self, step: Step, width: int, device: torch.device, capture: bool):
         self.step, self.width, self.device, self.capture = step, width, device, capture
@@ -85,15 +90,15 @@ class StepGraphs:
         self.graphs.clear()
         self.pool = None
 
-    def __call__(self, tokens, positions, masks, slots) -> torch.Tensor:
-        """The step's logits ``[B, width, V]``; a captured graph's own output buffer, overwritten by
-        the next replay (callers copy what they keep)."""
+    def __call__(self, tokens, positions, masks, slots, hidden_layers: tuple[int, ...] = ()) -> ExtendOutput:
+        """The step's logits ``[B, width, V]`` and hidden states ``[B, width, d]`` of ``hidden_layers``; a
+        captured graph's own output buffers, overwritten by the next replay (callers copy what they keep)."""
         if not self.capture:
-            return self.step(*_on(self.device, tokens, positions, masks, slots))
-        key = (tuple(tokens.shape), tuple((m.shape, m.dtype) for m in _masks_list(masks)))
+            return self.step(*_on(self.device, tokens, positions, masks, slots), hidden_layers)
+        key = (tuple(tokens.shape), tuple((m.shape, m.dtype) for m in _masks_list(masks)), hidden_layers)
         graph = self.graphs.get(key)
         if graph is None:
             inputs = _on(self.device, tokens, positions, masks, slots)
-            graph = self.graphs[key] = _Captured(self.step, self.pool, inputs)
+            graph = self.graphs[key] = _Captured(self.step, self.pool, inputs, hidden_layers)
             self.pool = self.pool or graph.graph.pool()
         return graph.replay(tokens, positions, masks, slots)

@@ -14,6 +14,7 @@ from torch import nn
 from specdec.engine.graphs import StepGraphs
 from specdec.engine.lean import lean_forward
 from specdec.engine.modeling import attention_masks, with_cache
+from specdec.engine.output import ExtendOutput
 from specdec.errors import InvalidArgumentError
 
 STATIC_WIDTHS = 16  # widest block a compiled engine runs as a static-shape step (verify blocks, trees)
@@ -35,8 +36,9 @@ class StaticSteps:
     def capture_graphs(
         self, width: int = STATIC_WIDTHS, *, capture: bool | None = None, compile: bool = False
     ) -> None:
-        """Run every plain block of up to ``width`` tokens as one static step of exactly ``width``
-        tokens, replayed from a CUDA graph (``capture``; default: on CUDA).
+        """Run every block of up to ``width`` token ids as one static step of exactly ``width``
+        tokens, replayed from a CUDA graph (``capture``; default: on CUDA). A block that asks for hidden
+        states replays a graph captured with them as outputs (one per set of layers asked for).
 
         One padded width for decoding (one token) and verifying (γ + 1) is what makes their greedy
         tokens agree on a GPU: the matrix products then have the same shape, so cuBLAS picks the same
@@ -58,8 +60,11 @@ class StaticSteps:
             self.compile_steps(warm_up=False)
             self._warm_up((2, 1))  # an eager prefill, then the padded step: compiled and captured
 
-    def _replay(self, tokens, mask, positions, key_pos, write_slots, width: int) -> torch.Tensor:
-        """Logits ``[B, width, V]`` of a padded plain block, through the graphs of its batch-size bucket:
+    def _replay(
+        self, tokens, mask, positions, key_pos, write_slots, width: int, hidden_layers=()
+    ) -> ExtendOutput:
+        """Logits ``[B, width, V]`` (and hidden states ``[B, width, d]`` of ``hidden_layers``) of a padded
+        block of token ids, through the graphs of its batch-size bucket:
         the rows up to the bucket (within the buffers' rows) are padding whose queries see only their
         own write slots, and whose keys land in buffer rows no live row holds."""
         batch, run_width = tokens.shape
@@ -72,21 +77,29 @@ class StaticSteps:
             positions = torch.cat([positions, positions.new_zeros(extra, run_width)])
             key_pos = torch.cat([key_pos, key_pos.new_zeros(extra, key_pos.shape[-1])])
         masks = attention_masks(self.config, self.dtype, mask, positions, key_pos)
-        return self.graphs(tokens, positions, masks, write_slots)[:batch, :width]
+        out = self.graphs(tokens, positions, masks, write_slots, tuple(hidden_layers))
+        hidden = {i: h[:batch, :width] for i, h in out.hidden_states.items()}
+        return ExtendOutput(logits=out.logits[:batch, :width], hidden_states=hidden)
 
-    def _static_step(self, tokens, positions, masks, slots: torch.Tensor) -> torch.Tensor:
-        """Logits of a plain block whose new tokens go to cache ``slots`` (reads span the capacity)."""
+    def _static_step(self, tokens, positions, masks, slots: torch.Tensor, hidden_layers=()) -> ExtendOutput:
+        """Logits of a block of token ids whose new tokens go to cache ``slots`` (reads span the
+        capacity), and the hidden states of ``hidden_layers``."""
         self.cache.slots = slots
         try:
-            if self.lean and self.compiled is None:
-                return lean_forward(self.model, tokens, positions, masks, self.cache).logits
-            return (self.model if self.compiled is None else self.compiled)(
+            if (self.lean_hidden if hidden_layers else self.lean) and self.compiled is None:
+                return lean_forward(
+                    self.model, tokens, positions, masks, self.cache, hidden_layers=hidden_layers
+                )
+            out = (self.model if self.compiled is None else self.compiled)(
                 input_ids=tokens,
                 position_ids=positions,
                 attention_mask=masks,
                 **with_cache(self.model, self.cache),
                 use_cache=True,
-            ).logits
+                output_hidden_states=bool(hidden_layers),
+            )
+            hidden = {i: out.hidden_states[i] for i in hidden_layers}
+            return ExtendOutput(logits=out.logits, hidden_states=hidden)
         finally:
             self.cache.slots = None
 

@@ -9,9 +9,11 @@ from hypothesis import strategies as st
 
 from specdec.decoders import SpeculativeSampling
 from specdec.drafters import ModelDrafter, PromptLookupDrafter, TandemDrafter
+from specdec.drafters.bita import BiTADrafter
 from specdec.engine import Engine
 from specdec.engine.static_steps import graph_rows
 from specdec.errors import InvalidArgumentError
+from specdec.models.bita import BiTAAdapter, model_signature
 from specdec.pipeline import Pipeline
 from tiny import make_eagle3, make_llama, make_oracle_tandem
 
@@ -92,7 +94,7 @@ def test_padded_steps_return_the_hidden_states_eager_steps_return():
     padded.capture_graphs(8, capture=False)
     calls = []
     step = padded.graphs.step
-    padded.graphs.step = lambda *args: calls.append((tuple(args[0].shape), args[-1])) or step(*args)
+    padded.graphs.step = lambda *args: calls.append((tuple(args[0].shape), args[4])) or step(*args)
     layers = (0, 2, 4)
     for got, want in zip(_hidden_script(padded, x, layers), _hidden_script(eager, x, layers), strict=True):
         torch.testing.assert_close(got.logits, want.logits, rtol=1e-5, atol=1e-5)
@@ -126,7 +128,7 @@ def test_drafters_reading_the_targets_states_stay_lossless_on_padded_engines(tin
     pipe.engine.capture_graphs(capture=False)
     calls = []
     step = pipe.engine.graphs.step
-    pipe.engine.graphs.step = lambda *args: calls.append(args[-1]) or step(*args)
+    pipe.engine.graphs.step = lambda *args: calls.append(args[4]) or step(*args)
     oracle = TandemDrafter(make_oracle_tandem(target), tiny_tokenizer)
     for draft in (make_eagle3(target), oracle):
         calls.clear()
@@ -136,6 +138,56 @@ def test_drafters_reading_the_targets_states_stay_lossless_on_padded_engines(tin
         assert out.token_ids == plain.token_ids
         assert calls and all(calls)  # every verify ran padded and returned the drafter's states
     assert out.stats.acceptance_rate == 1.0
+
+
+@pytest.mark.parametrize("kind", ["deep", "none"])
+@pytest.mark.parametrize("shape", ["straight", "efficient"])
+def test_bita_verifies_through_padded_steps_with_its_mask_embeddings_and_stays_lossless(
+    tiny_tokenizer, kind, shape
+):
+    """BiTA's verify blocks carry learned mask-token embeddings (and, deep, see the reserved prompt
+    slots): the padded step takes the embeddings as an input, so those blocks replay a graph too."""
+    target = make_llama(len(tiny_tokenizer), seed=0, layers=4)
+    pipe = Pipeline(target, tiny_tokenizer)
+    plain = pipe.generate(["the quick brown fox", "def add(a, b):"], method="plain", max_new_tokens=24)
+    pipe.engine.capture_graphs(capture=False)
+    given, asked = [], []  # padded steps that got embeddings; blocks that came with them
+    step, extend = pipe.engine.graphs.step, pipe.engine.extend
+    pipe.engine.graphs.step = lambda *args: given.append(args[-1] is not None) or step(*args)
+    fits = pipe.engine.graphs.width  # a wider block (the efficient tree and its masks) runs eagerly
+    pipe.engine.extend = lambda *a, **k: (
+        asked.append(k.get("embeds") is not None and a[0].shape[1] <= fits) or extend(*a, **k)
+    )
+    torch.manual_seed(0)
+    adapter = BiTAAdapter(model_signature(target), 4 if kind == "deep" else 0, 3, kind).eval()
+    out = pipe.with_drafter(BiTADrafter(adapter, shape)).generate(
+        ["the quick brown fox", "def add(a, b):"], method=SpeculativeSampling(6), max_new_tokens=24
+    )
+    assert out.token_ids == plain.token_ids
+    # Every block that came with mask embeddings and fits the width ran padded with them.
+    assert given.count(True) == asked.count(True) and (shape == "efficient" or any(asked))
+
+
+def test_padded_steps_with_given_embeddings_compute_what_eager_steps_compute():
+    model = make_llama(VOCAB, seed=2, hidden=64)
+    x = _tokens(20, rows=2)
+    embeds = torch.randn(2, 4, 64, generator=torch.Generator().manual_seed(1))
+    where = torch.tensor([[False, True, True, False], [False, False, True, True]])
+    outs = []
+    for engine in (Engine(model), Engine(model)):
+        if outs:
+            engine.capture_graphs(8, capture=False)
+        engine.reset(2, 16)
+        engine.extend(x[:, :10])
+        outs.append(engine.extend(x[:, 10:14], embeds=embeds, embeds_mask=where, hidden_layers=(1,)))
+    eager, padded = outs
+    torch.testing.assert_close(padded.logits, eager.logits, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(padded.hidden_states[1], eager.hidden_states[1], rtol=1e-5, atol=1e-5)
+    # A control: the embeddings changed the result (the padded step did not ignore them).
+    plain = Engine(model)
+    plain.reset(2, 16)
+    plain.extend(x[:, :10])
+    assert not torch.allclose(plain.extend(x[:, 10:14]).logits, eager.logits)
 
 
 def test_graphed_engines_keep_their_cache_buffers_across_batches_of_one_shape():

@@ -153,9 +153,10 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         token_mask, block = self._block_mask(batch, width, token_mask, tree_mask)
         positions = self._positions(block, positions)
         # Token ids through the model's own stack: a compiled static step, a graph's replay (hidden states
-        # included, as a drafter reading them asks at every verify) or the lean path can run it.
+        # included, as a drafter reading them asks at every verify) or the lean path can run it; a graph
+        # takes given embeddings too (BiTA's mask tokens).
         own_stack = model is None and not layer_inputs and embeds is None
-        padded, static = self._step_kind(width, own_stack)
+        padded, static = self._step_kind(width, model is None and not layer_inputs, own_stack)
         lean = own_stack and not static and (self.lean_hidden if hidden_layers else self.lean)
         run_width = self.graphs.width if padded else width
         self._make_room(run_width)
@@ -167,7 +168,8 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         )
         self.cache.write_start, self.cache.read_start, self.cache.read_end = start, first, read_end
         if padded:  # the graphs copy the inputs into their own buffers on the device
-            out = self._replay(tokens, mask, positions, key_pos, write_slots, width, hidden_layers)
+            given = None if embeds is None else self._padded_embeds(embeds, embeds_mask, run_width)
+            out = self._replay(tokens, mask, positions, key_pos, write_slots, width, hidden_layers, given)
             logits = out.logits if num_logits is None else out.logits[:, -num_logits:]
             # A graph's output buffers are overwritten by its next replay: keep copies.
             hidden = {i: h.clone() for i, h in out.hidden_states.items()}
@@ -193,14 +195,25 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         self.slots.write(token_mask, positions)
         return output
 
-    def _step_kind(self, width: int, own_stack: bool) -> tuple[bool, bool]:
-        """(padded, static): whether the block replays a padded graph step, and whether it runs as a
-        static-shape step at all (graphed, or compiled for verify widths); only blocks of token ids
-        through the model's own stack, once a first eager forward has allocated the cache's buffers."""
+    def _step_kind(self, width: int, graphable: bool, own_stack: bool) -> tuple[bool, bool]:
+        """(padded, static): whether the block replays a padded graph step (``graphable``: the model's
+        own stack, given embeddings allowed), and whether it runs as a static-shape step at all (graphed,
+        or compiled for verify widths of token ids through ``own_stack``); only once a first eager
+        forward has allocated the cache's buffers."""
         allocated = self.cache.layers[0].is_initialized
-        padded = self.graphs is not None and own_stack and allocated and width <= self.graphs.width
+        padded = self.graphs is not None and graphable and allocated and width <= self.graphs.width
         compiled = self.compiled is not None and own_stack and allocated
         return padded, padded or (compiled and self._smallest_static <= width <= STATIC_WIDTHS)
+
+    def _padded_embeds(self, embeds: torch.Tensor, embeds_mask, run_width: int) -> tuple[torch.Tensor, ...]:
+        """Given embeddings ``[B, T, d]`` and where they apply ``[B, T]`` (all if None), padded to a static
+        step's width (the padding takes its tokens' own), in the model's dtype on its device."""
+        batch, width, size = embeds.shape
+        replaced = torch.zeros(batch, run_width, dtype=torch.bool, device=self.device)
+        replaced[:, :width] = True if embeds_mask is None else embeds_mask.to(self.device)
+        padded = torch.zeros(batch, run_width, size, dtype=self.dtype, device=self.device)
+        padded[:, :width] = embeds.to(self.device, self.dtype)
+        return padded, replaced
 
     def _inputs(self, tokens: torch.Tensor, embeds, embeds_mask) -> dict[str, torch.Tensor]:
         """The model's inputs: token ids, or embeddings with given ones where ``embeds_mask`` says."""

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from specdec.engine.graphs import StepGraphs
+from specdec.engine.graphs import Given, StepGraphs
 from specdec.engine.lean import lean_forward
 from specdec.engine.modeling import attention_masks, with_cache
 from specdec.engine.output import ExtendOutput
@@ -61,12 +61,12 @@ class StaticSteps:
             self._warm_up((2, 1))  # an eager prefill, then the padded step: compiled and captured
 
     def _replay(
-        self, tokens, mask, positions, key_pos, write_slots, width: int, hidden_layers=()
+        self, tokens, mask, positions, key_pos, write_slots, width: int, hidden_layers=(), given: Given = None
     ) -> ExtendOutput:
         """Logits ``[B, width, V]`` (and hidden states ``[B, width, d]`` of ``hidden_layers``) of a padded
-        block of token ids, through the graphs of its batch-size bucket:
-        the rows up to the bucket (within the buffers' rows) are padding whose queries see only their
-        own write slots, and whose keys land in buffer rows no live row holds."""
+        block, through the graphs of its batch-size bucket: the rows up to the bucket (within the
+        buffers' rows) are padding whose queries see only their own write slots, and whose keys land
+        in buffer rows no live row holds. ``given``: embeddings in place of some tokens' own."""
         batch, run_width = tokens.shape
         extra = min(graph_rows(batch), self.cache.allocated_rows) - batch
         if extra:
@@ -76,22 +76,36 @@ class StaticSteps:
             mask = torch.cat([mask, pad_mask])
             positions = torch.cat([positions, positions.new_zeros(extra, run_width)])
             key_pos = torch.cat([key_pos, key_pos.new_zeros(extra, key_pos.shape[-1])])
+            if given is not None:
+                embeds, replaced = given
+                given = (
+                    torch.cat([embeds, embeds.new_zeros(extra, *embeds.shape[1:])]),
+                    torch.cat([replaced, replaced.new_zeros(extra, run_width)]),
+                )
         masks = attention_masks(self.config, self.dtype, mask, positions, key_pos)
-        out = self.graphs(tokens, positions, masks, write_slots, tuple(hidden_layers))
+        out = self.graphs(tokens, positions, masks, write_slots, tuple(hidden_layers), given)
         hidden = {i: h[:batch, :width] for i, h in out.hidden_states.items()}
         return ExtendOutput(logits=out.logits[:batch, :width], hidden_states=hidden)
 
-    def _static_step(self, tokens, positions, masks, slots: torch.Tensor, hidden_layers=()) -> ExtendOutput:
-        """Logits of a block of token ids whose new tokens go to cache ``slots`` (reads span the
-        capacity), and the hidden states of ``hidden_layers``."""
+    def _static_step(
+        self, tokens, positions, masks, slots: torch.Tensor, hidden_layers=(), given: Given = None
+    ) -> ExtendOutput:
+        """Logits of a block whose new tokens go to cache ``slots`` (reads span the capacity), and the
+        hidden states of ``hidden_layers``; ``given`` embeddings replace the tokens' own where marked."""
         self.cache.slots = slots
         try:
-            if (self.lean_hidden if hidden_layers else self.lean) and self.compiled is None:
+            if given is None and (self.lean_hidden if hidden_layers else self.lean) and self.compiled is None:
                 return lean_forward(
                     self.model, tokens, positions, masks, self.cache, hidden_layers=hidden_layers
                 )
+            if given is None:
+                inputs = {"input_ids": tokens}
+            else:
+                embeds, replaced = given
+                own = self.model.get_input_embeddings()(tokens)
+                inputs = {"inputs_embeds": torch.where(replaced[..., None], embeds, own)}
             out = (self.model if self.compiled is None else self.compiled)(
-                input_ids=tokens,
+                **inputs,
                 position_ids=positions,
                 attention_mask=masks,
                 **with_cache(self.model, self.cache),

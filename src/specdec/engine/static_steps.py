@@ -38,7 +38,8 @@ class StaticSteps:
     ) -> None:
         """Run every block of up to ``width`` token ids as one static step of exactly ``width``
         tokens, replayed from a CUDA graph (``capture``; default: on CUDA). A block that asks for hidden
-        states replays a graph captured with them as outputs (one per set of layers asked for).
+        states replays a graph captured with them as outputs (one per set of layers asked for), one with
+        given embeddings (BiTA's mask tokens) a graph that takes them as an input.
 
         One padded width for decoding (one token) and verifying (γ + 1) is what makes their greedy
         tokens agree on a GPU: the matrix products then have the same shape, so cuBLAS picks the same

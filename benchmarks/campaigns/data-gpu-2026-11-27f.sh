@@ -40,13 +40,7 @@ OPENERS=("Translate German to English:" "Translate this German sentence into Eng
   "Give me the key points of this report:" "TL;DR:")
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false OMP_NUM_THREADS=4
 source "$(dirname "$0")/gpu-lease-common.sh"
-left() { echo $((DEADLINE - ($(date +%s) - T0))); }
-stamp() { echo "== $1 $(date -Is) left=$(left)s"; }
-stamp "$PHASE"
-gpu_stage || exit 1
-export PYTHONPATH=$SITE:$PWD/src
-[ "$PHASE" = stage ] && { stamp "staged"; exit 0; }
-gpu_gguf || exit 1
+gpu_open
 $PY -c "from specdec.models import load_model; m = load_model('smollm2-135m', dtype='bf16', device='$DEVICE', \
 cache_dir='$W/hf'); print('loaded', m.source, m.model.dtype, m.model.device)" || exit 1
 stamp "model ready"

@@ -1,6 +1,18 @@
 # Shared by the lease scripts from train-gpu-2026-11-27d.sh on (source it; the dated scripts before it carry their
-# own copies, kept as the record of what ran). Expects W, PY, SITE, DATA, DEVICE, PRIMARY_WORKERS, MIN_FREE_GB and
-# HIDDEN_LAYERS set, and a `stamp` function.
+# own copies, kept as the record of what ran). Expects T0, DEADLINE, PHASE, W, PY, SITE, DATA and DEVICE set (the
+# cache workers also PRIMARY_WORKERS, MIN_FREE_GB and HIDDEN_LAYERS).
+
+# The opening of every lease call: `left` (seconds to DEADLINE since T0) and `stamp`, the staging, then for a run
+# call the GGUF; a stage call ends here.
+gpu_open() {
+  left() { echo $((DEADLINE - ($(date +%s) - T0))); }
+  stamp() { echo "== $1 $(date -Is) left=$(left)s"; }
+  stamp "$PHASE"
+  gpu_stage || exit 1
+  export PYTHONPATH=$SITE:$PWD/src
+  [ "$PHASE" = stage ] && { stamp "staged"; exit 0; }
+  gpu_gguf || exit 1
+}
 
 # Copy what this call carried (.gpu/a, .gpu/b: the GGUF halves; .gpu/data: answers; .gpu/meta; .gpu/init-*/*.tar)
 # into $W, install the wheels (.whl) once per machine, and print where things stand.

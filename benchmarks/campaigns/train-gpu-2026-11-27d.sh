@@ -40,13 +40,7 @@ MIN_FREE_GB=${MIN_FREE_GB:-20}
 HIDDEN_LAYERS=0,2,15,27,29
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false OMP_NUM_THREADS=3
 source "$(dirname "$0")/gpu-lease-common.sh"
-left() { echo $((DEADLINE - ($(date +%s) - T0))); }
-stamp() { echo "== $1 $(date -Is) left=$(left)s"; }
-stamp "$PHASE"
-gpu_stage || exit 1
-export PYTHONPATH=$SITE:$PWD/src
-[ "$PHASE" = stage ] && { stamp "staged"; exit 0; }
-gpu_gguf || exit 1
+gpu_open
 HEAD=$W/init/smollm2-135m-eagle3 TANDEM=$W/init/smollm2-135m-tandem
 [ -d src/specdec/models/drafts/smollm2-135m-draft ] || { echo "put smollm2-135m-draft back in the tree"; exit 1; }
 $PY -c "from specdec.models import load_model; m = load_model('smollm2-135m', dtype='bf16', device='$DEVICE', \

@@ -99,12 +99,7 @@ class StaticSteps:
                 return lean_forward(
                     self.model, tokens, positions, masks, self.cache, hidden_layers=hidden_layers
                 )
-            if given is None:
-                inputs = {"input_ids": tokens}
-            else:
-                embeds, replaced = given
-                own = self.model.get_input_embeddings()(tokens)
-                inputs = {"inputs_embeds": torch.where(replaced[..., None], embeds, own)}
+            inputs = self._inputs(tokens, *(given or (None, None)))  # the eager path's own mixing
             out = (self.model if self.compiled is None else self.compiled)(
                 **inputs,
                 position_ids=positions,

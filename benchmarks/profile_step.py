@@ -24,6 +24,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from specdec.benchmarks.report import machine_info
+from specdec.benchmarks.step_timing import primed_token, timed_steps
 from specdec.drafters import ModelDrafter, make_drafter
 from specdec.engine import Engine
 from specdec.models import load_model
@@ -59,26 +60,12 @@ def engine_for(spec: str, target) -> Engine:
     return engine
 
 
-@torch.inference_mode()
 def profile_engine(engine: Engine, context: int, steps: int) -> dict:
-    vocab = engine.model.get_input_embeddings().weight.shape[0]
-    generator = torch.Generator().manual_seed(0)
-    engine.reset(1, context + 2 * steps + 8)
-    engine.extend(torch.randint(3, vocab, (1, context), generator=generator))
-    token = torch.randint(3, vocab, (1, 1), generator=generator)
-    for _ in range(5):  # warm-up
-        engine.extend(token)
-        engine.rollback(1)
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        engine.extend(token)
-        times.append(time.perf_counter() - start)
-        engine.rollback(1)
+    token = primed_token(engine, context, 2 * steps + 8)
+    timed_steps(engine, token, 5)  # warm-up
+    times = timed_steps(engine, token, steps)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
-        for _ in range(steps):
-            engine.extend(token)
-            engine.rollback(1)
+        timed_steps(engine, token, steps)
     ops = [(e.key, e.self_cpu_time_total / steps / 1000.0, e.count / steps) for e in prof.key_averages()]
     total = sum(t for _, t, _ in ops)
     linear = sum(t for k, t, _ in ops if k in LINEAR_OPS)

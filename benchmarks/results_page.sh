@@ -14,7 +14,8 @@ D=smollm2-135m-draft
 drafters=prompt-lookup,$D,int8:vocab-2048:$D,lookup+int8:vocab-2048:$D
 drafters+=,int8:vocab-2048:tandem:smollm2-135m-tandem,int8:vocab-2048:tandem+router:smollm2-135m-tandem
 drafters+=,bita:smollm2-135m-bita,bita[efficient]:smollm2-135m-bita
-drafters+=,int8:tree-2:eagle3:smollm2-135m-eagle3,lookup+bf16:eagle3:smollm2-135m-eagle3
+drafters+=,int8:tree-2:eagle3:smollm2-135m-eagle3,lookup+int8:tree-2:eagle3:smollm2-135m-eagle3
+drafters+=,lookup+bf16:eagle3:smollm2-135m-eagle3
 # EXTRA_DRAFTERS: candidates measured beside the shipped ones in the same run (e.g. a head not yet shipped)
 drafters+=${EXTRA_DRAFTERS:+,$EXTRA_DRAFTERS}
 specdec bench spec --per-task 5 --max-new-tokens 128 --heuristic-for "" --drafters "$drafters" \

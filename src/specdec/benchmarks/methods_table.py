@@ -16,7 +16,8 @@ from specdec.models.packaged import BEST_DRAFTERS
 DRAFT = "int8:vocab-2048:smollm2-135m-draft"
 TANDEM = "int8:vocab-2048:tandem:smollm2-135m-tandem"
 EAGLE3_TREE = "int8:tree-2:eagle3:smollm2-135m-eagle3"
-LOOKUP_EAGLE3 = "lookup+bf16:eagle3:smollm2-135m-eagle3"
+LOOKUP_EAGLE3_CHAIN = "lookup+bf16:eagle3:smollm2-135m-eagle3"
+LOOKUP_EAGLE3_TREE = "lookup+int8:tree-2:eagle3:smollm2-135m-eagle3"
 #: (row name, results method, how to ask for it, what it needs); every row is lossless.
 ROWS = (
     ("plain decoding", "ours-plain", "`--method plain`", "nothing"),
@@ -30,9 +31,15 @@ ROWS = (
     ),
     ("EAGLE-3 head, top-2 tree", f"ours-sps[{EAGLE3_TREE}]", f"`--drafter {EAGLE3_TREE}`", "a trained head"),
     (
-        "prompt lookup, else the EAGLE-3 head",
-        f"ours-sps[{LOOKUP_EAGLE3}]",
-        f"`--drafter {LOOKUP_EAGLE3}`",
+        "prompt lookup, else the EAGLE-3 head's top-2 tree",
+        f"ours-sps[{LOOKUP_EAGLE3_TREE}]",
+        f"`--drafter {LOOKUP_EAGLE3_TREE}`",
+        "a trained head",
+    ),
+    (
+        "prompt lookup, else the EAGLE-3 head's chain",
+        f"ours-sps[{LOOKUP_EAGLE3_CHAIN}]",
+        f"`--drafter {LOOKUP_EAGLE3_CHAIN}`",
         "a trained head",
     ),
     ("Tandem + SPEED", f"ours-sps[{TANDEM}]", "`--method tandem`", "a trained secondary"),

@@ -35,7 +35,7 @@ BaseLoader = Callable[[str], tuple[PreTrainedModel, PreTrainedTokenizerBase]]
 #: The fastest drafter of the current results page (benchmarks/RESULTS.md) for each target a drafter is
 #: packaged for: what ``generate`` and ``demo`` speculate with when no ``--drafter`` is given, and what
 #: ``bench spec`` compares by default. Other targets get prompt lookup, which needs nothing trained.
-BEST_DRAFTERS = {"smollm2-135m": "lookup+bf16:eagle3:smollm2-135m-eagle3"}
+BEST_DRAFTERS = {"smollm2-135m": "lookup+int8:tree-2:eagle3:smollm2-135m-eagle3"}
 
 
 def default_drafter(model: str) -> str:

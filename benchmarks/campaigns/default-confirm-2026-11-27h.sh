@@ -12,11 +12,11 @@ SHARED=${SHARED:-$(git rev-parse --show-toplevel)/../shared}
 H=smollm2-135m-eagle3 PROMPTS=$(mktemp --suffix .jsonl)
 python - "$SHARED/data/eval/spec_bench/question.jsonl" "$PROMPTS" <<'PY'
 import json, sys
-from specdec.benchmarks.data import _NOT_MT_BENCH
+from specdec.benchmarks.data import spec_bench_task
 seen, kept = {}, []
 for line in open(sys.argv[1]):
     row = json.loads(line)
-    task = row["category"] if row["category"] in _NOT_MT_BENCH else "mt_bench"
+    task = spec_bench_task(row["category"])
     seen[task] = seen.get(task, -1) + 1
     if seen[task] % 16 == 8:
         kept.append(line)

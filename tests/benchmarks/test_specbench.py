@@ -5,7 +5,7 @@ import shutil
 import pytest
 import torch
 
-from specdec.benchmarks.data import SPEC_BENCH_TASKS, load_spec_bench, prompt_seed
+from specdec.benchmarks.data import SPEC_BENCH_TASKS, load_spec_bench, prompt_seed, spec_bench_task
 from specdec.benchmarks.report import bootstrap_interval
 from specdec.benchmarks.specbench import (
     default_drafters,
@@ -35,6 +35,11 @@ def test_stratified_subset(tmp_path):
     prompts = load_spec_bench(write_questions(tmp_path / "q.jsonl"), per_task=2)
     assert [p["task"] for p in prompts] == [t for t in SPEC_BENCH_TASKS for _ in range(2)]
     assert all(p["prompt"].startswith("the quick brown fox") for p in prompts)  # first turns only
+
+
+def test_mt_bench_categories_are_one_task_and_the_others_their_own():
+    assert [spec_bench_task(c) for c in ("writing", "roleplay", "coding")] == ["mt_bench"] * 3
+    assert [spec_bench_task(t) for t in SPEC_BENCH_TASKS] == list(SPEC_BENCH_TASKS)
 
 
 def test_bench_runs_every_method_and_writes_reports(tmp_path, tiny_model_dir):

@@ -13,6 +13,11 @@ SPEC_BENCH_TASKS = ("mt_bench", "translation", "summarization", "qa", "math_reas
 _NOT_MT_BENCH = set(SPEC_BENCH_TASKS) - {"mt_bench"}
 
 
+def spec_bench_task(category: str) -> str:
+    """The Spec-Bench task of a question's ``category`` (MT-bench's eight categories are one task)."""
+    return category if category in _NOT_MT_BENCH else "mt_bench"
+
+
 def default_shared_dir() -> Path:
     """``../shared`` next to the repository checkout."""
     return Path(__file__).resolve().parents[3].parent / "shared"
@@ -35,7 +40,7 @@ def load_spec_bench(path: Path, per_task: int) -> list[dict]:
     by_task: dict[str, list[dict]] = {task: [] for task in SPEC_BENCH_TASKS}
     for line in path.read_text().splitlines():
         row = json.loads(line)
-        task = row["category"] if row["category"] in _NOT_MT_BENCH else "mt_bench"
+        task = spec_bench_task(row["category"])
         by_task[task].append({"question_id": row["question_id"], "task": task, "prompt": row["turns"][0]})
     chosen = []
     for rows in by_task.values():

@@ -179,23 +179,25 @@ def chain_of(draft) -> list[int]:
     return draft.tokens[0, :depth].tolist()
 
 
-def fresh_chain(drafter, target, sequence: list[int], gamma: int = 3) -> list[int]:
-    """The greedy chain ``drafter`` proposes when it starts on ``sequence`` (its last token pending)."""
+def fresh_chain(drafter, target, sequence: list[int], gamma: int = 3, view=chain_of) -> list[int]:
+    """The greedy chain ``drafter`` proposes when it starts on ``sequence`` (its last token pending), or
+    what ``view`` shows of its draft."""
     from specdec.engine import Engine
     from specdec.sampling import KeyedDraws, SamplingConfig
 
     engine = Engine(target)
     prefill = engine.start([sequence], extra_slots=8, hidden_layers=drafter.target_hidden_layers)
     drafter.begin([sequence], prefill)
-    return chain_of(drafter.propose(gamma, SamplingConfig(), KeyedDraws([0], [0])))
+    return view(drafter.propose(gamma, SamplingConfig(), KeyedDraws([0], [0])))
 
 
 def chains_against_fresh(
-    make_drafter, target, prompt: list[int], max_new: int = 24
+    make_drafter, target, prompt: list[int], max_new: int = 24, view=chain_of
 ) -> tuple[list[bool], int]:
-    """Greedy SpS (γ 3) with ``make_drafter()``: per step, whether its chain equals the one a new drafter
-    proposes on the text settled so far (its cache kept nothing it should have dropped, and lost
-    nothing; for a tree drafter, its chain), and how many draft tokens were accepted in all."""
+    """Greedy SpS (γ 3) with ``make_drafter()``: per step, whether its chain (or what ``view`` shows of
+    its draft) equals the one a new drafter proposes on the text settled so far (its cache kept nothing
+    it should have dropped, and lost nothing; for a tree drafter, its chain), and how many draft tokens
+    were accepted in all."""
     from specdec.decoders import Request, SpeculativeSampling, StopCriteria
     from specdec.engine import Engine
     from specdec.sampling import SamplingConfig, row_keys
@@ -205,7 +207,7 @@ def chains_against_fresh(
 
     def recording(gamma, sampling, draws, *, min_confidence=0.0):
         draft = propose(gamma, sampling, draws, min_confidence=min_confidence)
-        chains.append(chain_of(draft))
+        chains.append((gamma, view(draft)))
         return draft
 
     drafter.propose = recording
@@ -214,7 +216,8 @@ def chains_against_fresh(
     settled, same, accepted = list(prompt), [], 0
     while loop.active:
         out = loop.step()[0]
-        same.append(chains[-1] == fresh_chain(make_drafter(), target, settled, len(chains[-1])))
+        gamma, seen = chains[-1]
+        same.append(seen == fresh_chain(make_drafter(), target, settled, gamma, view))
         accepted += out.provenance.count("accepted")
         settled += out.tokens
     return same, accepted

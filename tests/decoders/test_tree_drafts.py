@@ -70,15 +70,20 @@ def test_tree_specs_and_bild(cached, tok, tiny_model_dir):
         pipe.generate(PROMPTS, method=BiLD(0.3, 0.0, 4), max_new_tokens=4)
 
 
-@pytest.mark.parametrize("width", [2, 3])
-def test_eagle3_top_k_trees_are_lossless(cached, tok, plain, width):
+@pytest.mark.parametrize(("width", "dynamic"), [(2, False), (3, False), (2, True), (3, True)])
+def test_eagle3_trees_are_lossless(cached, tok, plain, width, dynamic):
+    """Top-k trees and dynamic ones (a shape per step, shared by rows of different lengths): greedy and
+    seeded-sampled output equal plain decoding's, under the coupled walk and recursive rejection."""
     from specdec.drafters.eagle3 import Eagle3Drafter
     from tiny import make_eagle3
 
     base = make_eagle3(cached.target)
-    pipe = Pipeline(cached.target, tok, drafter=Eagle3Drafter(base.head, base.embeddings, tree_width=width))
+    drafter = Eagle3Drafter(base.head, base.embeddings, tree_width=width, dynamic=dynamic)
+    pipe = Pipeline(cached.target, tok, drafter=drafter)
     for gamma in (3, "adaptive"):
         method = SpeculativeSampling(gamma)
         assert pipe.generate(PROMPTS, method=method, max_new_tokens=24).token_ids == plain["greedy"].token_ids
         sampled = pipe.generate(PROMPTS, method=method, max_new_tokens=24, **SAMPLING)
         assert sampled.token_ids == plain["sampled"].token_ids
+    rejection = SpeculativeSampling(3, "rejection")
+    assert pipe.generate(PROMPTS, method=rejection, max_new_tokens=24).token_ids == plain["greedy"].token_ids

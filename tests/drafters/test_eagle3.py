@@ -10,7 +10,8 @@ from torch import nn
 from torch.ao.nn.quantized.dynamic import Linear as DynamicQuantizedLinear
 
 from specdec import make_drafter
-from specdec.drafters.eagle3 import CATCH_UP_SPLIT, Eagle3Drafter, catch_up_groups
+from specdec.drafters.eagle3 import Eagle3Drafter
+from specdec.drafters.ragged_cache import CATCH_UP_SPLIT, catch_up_groups
 from specdec.engine import Engine
 from specdec.engine.kernels import packing_supported
 from specdec.errors import InvalidArgumentError
@@ -77,7 +78,7 @@ def test_the_factory_reads_precision_and_tree_prefixes_in_any_order(tmp_path):
         fp32, TARGET, PROMPT
     )  # decided choices survive int8
     for bad in ("tree-1:eagle3:", "int8:bf16:eagle3:", "tree-2:tree-3:eagle3:", "wide:eagle3:"):
-        with pytest.raises(InvalidArgumentError, match=r"expected \[tree-K:\]"):
+        with pytest.raises(InvalidArgumentError, match=r"expected \[tree-K:"):
             make_drafter(f"{bad}{folder}", TARGET, TOK)
 
 
@@ -128,7 +129,7 @@ def test_a_banded_catch_up_computes_what_one_call_over_the_padded_batch_computes
     prompts = [torch.randint(3, len(TOK), (n,), generator=g).tolist() for n in (150, 4, 90)]
 
     def caught_up(split):
-        monkeypatch.setattr("specdec.drafters.eagle3.CATCH_UP_SPLIT", split)
+        monkeypatch.setattr("specdec.drafters.ragged_cache.CATCH_UP_SPLIT", split)
         drafter = make_eagle3(TARGET, seed=1)
         engine = Engine(TARGET)
         drafter.begin(
@@ -167,3 +168,113 @@ def test_prompts_enter_the_head_at_admission_so_a_proposal_runs_only_its_draft_p
     chain = drafter.propose(3, SamplingConfig(), KeyedDraws([0], [0]))
     assert widths == [1, 1]  # guesses 2 and 3; the first comes from the tail left by the admission
     assert chain.tokens[0].tolist() == before
+
+
+def dynamic(seed: int = 1, width: int = 2) -> Eagle3Drafter:
+    base = make_eagle3(TARGET, seed=seed)
+    return Eagle3Drafter(base.head, base.embeddings, tree_width=width, dynamic=True)
+
+
+def grown_trees(monkeypatch, drafter, prompts, gamma):
+    """The DraftTree (with scores) ``drafter`` grows on a fresh batch of ``prompts``."""
+    from specdec.drafters import eagle3
+    from specdec.sampling import KeyedDraws, SamplingConfig
+
+    grown = []
+    real = eagle3.grow_tree
+    monkeypatch.setattr(eagle3, "grow_tree", lambda *args: grown.append(real(*args)) or grown[-1])
+    engine = Engine(TARGET)
+    prefill = engine.start(prompts, extra_slots=8, hidden_layers=drafter.target_hidden_layers)
+    drafter.begin(prompts, prefill)
+    draft = drafter.propose(
+        gamma, SamplingConfig(), KeyedDraws(list(range(len(prompts))), [0] * len(prompts))
+    )
+    assert draft.parents == grown[-1].parents and torch.equal(draft.tokens, grown[-1].tokens)
+    return grown[-1]
+
+
+def unrolled_path_probability(head, embeddings, prompt: list[int], path: list[int]) -> float:
+    """The head's probability of ``path`` after ``prompt``, from training's unrolled passes: pass j at
+    the pending token's pair guesses the (j + 1)-th token after j guesses (here: the path's)."""
+    tokens = torch.tensor([prompt + path])
+    with torch.no_grad():
+        hidden = TARGET(tokens, output_hidden_states=True).hidden_states
+        batch = {
+            "tokens": tokens,
+            "valid": torch.ones_like(tokens, dtype=torch.bool),
+            "hidden": dict(enumerate(hidden)),
+        }
+        passes = unrolled_logits(head, embeddings, batch, len(path))
+    pair, probability = len(prompt) - 2, 1.0
+    for j, token in enumerate(path):
+        probability *= float(head.target_logits(passes[j][0, pair]).float().softmax(-1)[token])
+    return probability
+
+
+@pytest.mark.parametrize("control", [False, True])
+def test_a_dynamic_trees_nodes_are_scored_by_the_heads_own_path_probabilities(monkeypatch, control):
+    """Each node's score is the product of the head's probabilities along its path, as the training-time
+    unrolled passes compute them, on two rows of different lengths (a ragged cache): every node saw the
+    settled pairs and its own drafted ancestors only. Negative control: a mask that lets a node see every
+    drafted pair (its siblings and cousins too) is caught."""
+    from specdec.drafters.ragged_cache import RaggedCache
+
+    if control:
+        real = RaggedCache.tree_mask
+
+        def see_all(cache, settled, ancestors):
+            return torch.ones_like(real(cache, settled, ancestors))
+
+        monkeypatch.setattr(RaggedCache, "tree_mask", see_all)
+    drafter = dynamic(width=6)  # 18 nodes of a pool of 36: some at every depth
+    prompts = [PROMPT, PROMPT[3:9]]
+    tree = grown_trees(monkeypatch, drafter, prompts, 3)
+    assert max(len(_path(tree.parents, n)) for n in range(len(tree.parents))) == 3  # depth-3 nodes exist
+    matches = []
+    for row, prompt in enumerate(prompts):
+        for node in range(len(tree.parents)):
+            path = [int(tree.tokens[row, i]) for i in _path(tree.parents, node)]
+            expected = unrolled_path_probability(drafter.head, drafter.embeddings, prompt, path)
+            matches.append(abs(float(tree.scores[row, node]) - expected) <= 1e-4 * expected + 1e-7)
+    assert all(matches) != control
+
+
+def _path(parents, node):
+    path = []
+    while node >= 0:
+        path.append(node)
+        node = parents[node]
+    return path[::-1]
+
+
+def test_after_each_step_a_dynamic_tree_is_the_one_a_fresh_drafter_grows():
+    """Accepted paths through any branch leave the head's cache holding the settled text (drafted pairs
+    of every depth rolled back): each step's whole tree equals a fresh drafter's on that text."""
+
+    def tree(draft):
+        return draft.parents, draft.tokens.tolist()
+
+    same, accepted = chains_against_fresh(lambda: dynamic(seed=2), TARGET, PROMPT, view=tree)
+    assert all(same) and accepted > 0
+    forgetful = dynamic()
+    same, _ = chains_against_fresh(
+        lambda: Forgetful(forgetful.head, forgetful.embeddings, tree_width=2, dynamic=True),
+        TARGET,
+        PROMPT,
+        view=tree,
+    )
+    assert not all(same)  # negative control: drafted pairs left in the cache change later trees
+
+
+def test_the_factory_reads_dynamic_trees(tmp_path):
+    folder = save_head(
+        make_eagle3_head(TARGET), tmp_path / "head", {"name_or_path": "tiny", "architectures": []}
+    )
+    drafter = make_drafter(f"int8:dtree-3:eagle3:{folder}", TARGET, TOK)
+    assert drafter.dynamic and drafter.tree_width == 3 and drafter.proposes_trees
+    assert not make_drafter(f"tree-3:eagle3:{folder}", TARGET, TOK).dynamic
+    for bad in ("dtree-1:eagle3:", "dtree-2:tree-2:eagle3:", "dtree-x:eagle3:"):
+        with pytest.raises(InvalidArgumentError, match=r"expected \[tree-K:\|dtree-K:\]"):
+            make_drafter(f"{bad}{folder}", TARGET, TOK)
+    with pytest.raises(InvalidArgumentError, match="dynamic tree needs tree_width >= 2"):
+        Eagle3Drafter(drafter.head, drafter.embeddings, dynamic=True)

@@ -22,7 +22,7 @@ from specdec.sampling import SamplingConfig, row_keys
 from specdec.training.answers import generate_answers
 from specdec.training.eagle3 import Eagle3TrainConfig, train_eagle3
 from specdec.training.primary_cache import CacheSpec, build_primary_cache, micro_batches
-from tiny import chains_against_fresh, make_eagle3_head, make_llama, make_tokenizer
+from tiny import chain_of, chains_against_fresh, make_eagle3_head, make_llama, make_tokenizer
 
 PROMPTS = [
     f"{a} {b}" for a in ("the quick", "def add(a, b):", "Once upon", "a small model") for b in ("fox", "cat")
@@ -150,7 +150,7 @@ def test_micro_batches_take_the_same_steps_as_whole_batches(tmp_path, target, ca
 def test_the_trained_head_drafts_losslessly_with_accepted_tokens(tmp_path, tok, target, answers, cache):
     best = train_eagle3(make_eagle3_head(target), embeddings(target), cache, config(tmp_path), VERIFIER)
     prompts = [a.prompt_ids for a in answers[:4]]  # chat requests, as it was trained on
-    specs = ("eagle3:", "tree-2:eagle3:", "int8:eagle3:", "bf16:tree-2:eagle3:")  # any precision is lossless
+    specs = ("eagle3:", "tree-2:eagle3:", "int8:eagle3:", "bf16:tree-2:eagle3:", "dtree-2:eagle3:")
     for spec, sampling in itertools.product(specs, (SamplingConfig(), SAMPLED)):
         drafter = make_drafter(f"{spec}{best}", target, tok)
         request = Request(prompts, sampling, StopCriteria(24), row_keys(range(4), 1))
@@ -162,12 +162,16 @@ def test_the_trained_head_drafts_losslessly_with_accepted_tokens(tmp_path, tok, 
             outputs.append(loop.result())
         assert outputs[0].tokens == outputs[1].tokens
         assert sum(map(sum, outputs[0].from_draft)) > 0  # drafts were accepted: the test means something
+
     # Through partial acceptances (a kept sibling too). Not int8: its activations are quantised with one scale
     # per call, so a fresh drafter catching up the whole text in one call and the running one feeding a few
     # pairs per step round differently by design; the cache logic is the same at every precision.
-    for spec in ("eagle3:", "tree-2:eagle3:"):
+    def whole_tree(draft):
+        return draft.parents, draft.tokens.tolist()
+
+    for spec, view in (("eagle3:", chain_of), ("tree-2:eagle3:", chain_of), ("dtree-2:eagle3:", whole_tree)):
         same, accepted = chains_against_fresh(
-            lambda spec=spec: make_drafter(f"{spec}{best}", target, tok), target, prompts[0]
+            lambda spec=spec: make_drafter(f"{spec}{best}", target, tok), target, prompts[0], view=view
         )
         assert all(same) and accepted > 0  # the cache holds the settled text
 

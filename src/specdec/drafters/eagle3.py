@@ -21,7 +21,9 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.drafters.base import Draft, Drafter, Feedback
 from specdec.drafters.model import with_siblings
+from specdec.drafters.ragged_cache import RaggedCache, catch_up_groups
 from specdec.drafters.small_model import draft_autoregressively
+from specdec.drafters.tree_search import grow_tree
 from specdec.engine import ExtendOutput
 from specdec.engine.kernels import pack_linear_layers, packing_supported
 from specdec.errors import InvalidArgumentError
@@ -29,114 +31,40 @@ from specdec.models.eagle3 import Eagle3Head
 from specdec.models.vocabulary import output_vocab_size
 from specdec.sampling import Draws, Sampling
 
-
-class RaggedCache:
-    """Keys and values ``[B, kv heads, capacity, d]`` of one layer; row b holds its first ``lengths[b]``."""
-
-    def __init__(self, batch: int, kv_heads: int, head_dim: int, dtype: torch.dtype, capacity: int = 64):
-        self.keys = torch.zeros(batch, kv_heads, capacity, head_dim, dtype=dtype)
-        self.values = torch.zeros_like(self.keys)
-        self.lengths = torch.zeros(batch, dtype=torch.long)
-
-    def block_mask(self, counts: torch.Tensor, width: int) -> torch.Tensor:
-        """``[B, 1, width, used + width]``: a block's query i (of ``counts[b]`` real ones) sees its row's
-        cached pairs and the block up to itself."""
-        used = int(self.lengths.max()) if len(self.lengths) else 0
-        cached = torch.arange(used)[None, :] < self.lengths[:, None]
-        own = (
-            torch.ones(width, width, dtype=torch.bool).tril()[None]
-            & (torch.arange(width) < counts[:, None])[:, None]
-        )
-        own |= torch.eye(width, dtype=torch.bool)[None]  # padding queries see themselves: no empty softmax
-        return torch.cat([cached[:, None, :].expand(-1, width, -1), own], dim=-1)[:, None]
-
-    def past(self) -> tuple[torch.Tensor, torch.Tensor]:
-        used = int(self.lengths.max()) if len(self.lengths) else 0
-        return self.keys[:, :, :used], self.values[:, :, :used]
-
-    def _reserve(self, need: int) -> None:
-        """Room for ``need`` pairs per row (doubling)."""
-        if need > self.keys.shape[2]:
-            extra = max(need, 2 * self.keys.shape[2]) - self.keys.shape[2]
-            pad = self.keys.new_zeros(*self.keys.shape[:2], extra, self.keys.shape[3])
-            self.keys, self.values = torch.cat([self.keys, pad], 2), torch.cat([self.values, pad], 2)
-
-    def write(self, keys: torch.Tensor, values: torch.Tensor, counts: torch.Tensor) -> None:
-        """Append each row's first ``counts[b]`` block positions after its cached pairs."""
-        width = keys.shape[2]
-        self._reserve(int((self.lengths + counts).max()) if len(counts) else 0)
-        real = torch.arange(width)[None] < counts[:, None]
-        rows, offsets = real.nonzero(as_tuple=True)
-        columns = self.lengths[rows] + offsets
-        self.keys[rows, :, columns] = keys.transpose(1, 2)[real].to(self.keys.dtype)
-        self.values[rows, :, columns] = values.transpose(1, 2)[real].to(self.values.dtype)
-        self.lengths = self.lengths + counts
-
-    def rollback(self, counts: torch.Tensor) -> None:
-        self.lengths = self.lengths - counts
-
-    def select_rows(self, rows: torch.Tensor) -> None:
-        self.keys, self.values, self.lengths = self.keys[rows], self.values[rows], self.lengths[rows]
-
-    def take(self, rows: torch.Tensor) -> RaggedCache:
-        """These rows as a cache of their own (copies), for a call on part of the batch (:meth:`put` back)."""
-        part = RaggedCache(0, self.keys.shape[1], self.keys.shape[3], self.keys.dtype)
-        part.keys, part.values, part.lengths = self.keys[rows], self.values[rows], self.lengths[rows]
-        return part
-
-    def put(self, rows: torch.Tensor, part: RaggedCache) -> None:
-        """``part`` (from :meth:`take`) back in place of its rows."""
-        self._reserve(part.keys.shape[2])
-        width = part.keys.shape[2]
-        self.keys[rows, :, :width], self.values[rows, :, :width] = part.keys, part.values
-        self.lengths[rows] = part.lengths
-
-    def add_rows(self, count: int) -> None:
-        pad = self.keys.new_zeros(count, *self.keys.shape[1:])
-        self.keys, self.values = torch.cat([self.keys, pad]), torch.cat([self.values, pad])
-        self.lengths = torch.cat([self.lengths, torch.zeros(count, dtype=torch.long)])
-
-
-# Queues up to this many pairs are caught up in one call for the whole batch (the usual case: a step
-# settles a few tokens per row). Longer ones are prompts: padded to the longest, 32 prompts of ~50 to
-# ~1,500 tokens cost 4.3 s in one call on the reference CPU, where a server at 32 clients made 45 s of
-# progress (2026-11-26 trace).
-CATCH_UP_SPLIT = 64
-
-
-def catch_up_groups(counts: torch.Tensor) -> list[torch.Tensor]:
-    """The rows to catch up together: all of them when no queue is longer than ``CATCH_UP_SPLIT``, else
-    bands by queue length, each row's queue at least half its band's longest, so a short queue is not
-    padded to a long prompt's (one call per band, at most ~log2 of the longest queue)."""
-    if len(counts) == 0 or int(counts.max()) <= CATCH_UP_SPLIT:
-        return [torch.arange(len(counts))]
-    order = torch.argsort(counts, descending=True, stable=True).tolist()
-    groups, start = [], 0
-    while start < len(order):
-        longest, end = int(counts[order[start]]), start
-        while end < len(order) and 2 * int(counts[order[end]]) >= longest:
-            end += 1
-        groups.append(torch.tensor(sorted(order[start:end]), dtype=torch.long))
-        start = end
-    return groups
+# Candidates a dynamic tree keeps per depth and children each of them offers (EAGLE-2's top-k): the
+# head runs on a block of this many nodes per depth, which on one row costs about one node
+DYNAMIC_BEAM = 4
 
 
 class Eagle3Drafter(Drafter):
     """Drafts with ``head`` for the target whose input ``embeddings`` it shares: its chain, or with
-    ``tree_width`` k > 1 a top-k tree (the chain and, at each depth, the next k − 1 likeliest tokens)."""
+    ``tree_width`` k > 1 a top-k tree (the chain and, at each depth, the next k − 1 likeliest tokens),
+    or with ``dynamic`` a tree of k nodes per draft position placed where the head is confident
+    (:mod:`~specdec.drafters.tree_search`: a beam of ``beam`` candidates per depth)."""
 
     has_confidence = True
 
     def __init__(
-        self, head: Eagle3Head, embeddings: torch.Tensor, *, tree_width: int = 1, name: str = "eagle3"
+        self,
+        head: Eagle3Head,
+        embeddings: torch.Tensor,
+        *,
+        tree_width: int = 1,
+        dynamic: bool = False,
+        beam: int = DYNAMIC_BEAM,
+        name: str = "eagle3",
     ):
-        if isinstance(tree_width, bool) or not isinstance(tree_width, int) or tree_width < 1:
-            raise InvalidArgumentError(f"tree_width must be an integer >= 1, got {tree_width!r}")
+        for value, what in ((tree_width, "tree_width"), (beam, "beam")):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgumentError(f"{what} must be an integer >= 1, got {value!r}")
+        if dynamic and tree_width < 2:
+            raise InvalidArgumentError(f"a dynamic tree needs tree_width >= 2, got {tree_width!r}")
         # oneDNN-prepacked linears where this CPU has them: at one row per step an unpacked GEMM repacks
         # its weight on every call and costs most of the head's time
         self.head = pack_linear_layers(head.eval()) if packing_supported(head) else head.eval()
         self.embeddings, self.name = embeddings.detach(), name
         self.tree_width, self.proposes_trees = tree_width, tree_width > 1
+        self.dynamic, self.beam = dynamic, beam
         self.target_hidden_layers = head.aux_layers
         attention = head.layers[0].self_attn
         self._shape = (attention.kv_heads, attention.head_dim, head.dtype)
@@ -193,12 +121,21 @@ class Eagle3Drafter(Drafter):
         self._catch_up()
 
     def _run(
-        self, embeds_tokens: torch.Tensor, features: torch.Tensor, counts: torch.Tensor, cache: RaggedCache
+        self,
+        embeds_tokens: torch.Tensor,
+        features: torch.Tensor,
+        counts: torch.Tensor,
+        cache: RaggedCache,
+        tree: tuple[torch.Tensor, torch.Tensor] | None = None,
     ):
-        """One head pass over a right-padded block of pairs per row, written into ``cache``."""
+        """One head pass over a right-padded block of pairs per row, written into ``cache``: a causal
+        block, or the nodes of one tree depth (``tree``: their positions ``[B, k]`` and mask)."""
         width = embeds_tokens.shape[1]
-        positions = cache.lengths[:, None] + torch.arange(width)[None]
-        mask = cache.block_mask(counts, width)
+        if tree is None:
+            positions = cache.lengths[:, None] + torch.arange(width)[None]
+            mask = cache.block_mask(counts, width)
+        else:
+            positions, mask = tree
         embeds = F.embedding(embeds_tokens, self.embeddings)
         out = self.head(embeds, features, positions, mask, cache.past())
         cache.write(out.keys, out.values, counts)
@@ -242,6 +179,8 @@ class Eagle3Drafter(Drafter):
             self._last_tokens = Draft.empty(batch).tokens
             return Draft.empty(batch)
         self._catch_up()
+        if self.dynamic:
+            return self._grow(gamma)
         able = self.cache.lengths > 0  # a one-token prompt has no pair before its first target step
         state = {"feature": self._tail_feature}
 
@@ -262,6 +201,36 @@ class Eagle3Drafter(Drafter):
         self._last_tokens = run.draft.tokens
         lengths = torch.where(able, run.draft.row_lengths(), 0)  # rows with no pair yet guess nothing
         return Draft(run.draft.tokens, run.draft.probs, lengths)
+
+    def _grow(self, gamma: int) -> Draft:
+        """A dynamic tree of depth γ and ``tree_width`` · γ nodes; each depth's frontier runs through the
+        head as one block whose nodes see the settled pairs and their own drafted ancestors."""
+        batch, settled = len(self.queue), self.cache.lengths.clone()
+        state: dict[str, torch.Tensor] = {"ancestors": torch.zeros(0, 0, dtype=torch.bool)}
+
+        def expand(tokens: torch.Tensor, slots: list[int] | None) -> torch.Tensor:
+            k, drafted = tokens.shape[1], int(self._fed[0]) if batch else 0
+            ancestors = torch.zeros(k, drafted, dtype=torch.bool)
+            if slots is None:  # the root's children: their pairs read the pending token's feature
+                features = self._tail_feature[:, None].expand(-1, k, -1)
+            else:
+                index = torch.tensor(slots)
+                features = state["features"][:, index]
+                ancestors[:, : state["ancestors"].shape[1]] = state["ancestors"][index]
+                ancestors[torch.arange(k), state["columns"][index]] = True
+            level = 0 if slots is None else state["level"] + 1
+            positions = (settled + level)[:, None].expand(-1, k)
+            tree = positions, self.cache.tree_mask(settled, ancestors)
+            out = self._run(tokens, features, torch.full((batch,), k), self.cache, tree)
+            self._fed += k
+            state.update(features=out.prenorm, ancestors=ancestors, level=level)
+            state["columns"] = drafted + torch.arange(k)
+            return self.head.target_logits(out.logits)
+
+        first = self.head.target_logits(self._tail_logits)
+        grown = grow_tree(first, expand, gamma, self.tree_width * gamma, self.beam)
+        self._last_tokens = grown.tokens
+        return Draft(grown.tokens, None, parents=grown.parents)
 
     def adopt(self, tokens: torch.Tensor) -> None:
         """This step's draft ``[B, γ]`` came from elsewhere (a combined drafter's prompt lookup) and the

@@ -55,6 +55,7 @@ DRAFTER_SPECS: tuple[tuple[str, str], ...] = (
         "or a packaged name",
     ),
     ("tree-K:eagle3:PATH", "the head's chain plus its next K-1 likeliest tokens at each depth (a tree)"),
+    ("dtree-K:eagle3:PATH", "a tree of K nodes per draft position, grown where the head is surest (EAGLE-2)"),
     (
         "int8:eagle3:PATH",
         "the head's linears in int8 but the one reading the target's states (or bf16:, fp16:): "
@@ -156,19 +157,21 @@ def small_model_drafter(name: str, tokenizer: PreTrainedTokenizerBase | None, **
 
 
 def eagle3_drafter(spec: str, target: PreTrainedModel) -> Eagle3Drafter:
-    """``eagle3:PATH`` after the prefixes, in any order: ``tree-K:`` (a tree, K >= 2) and ``int8:`` /
-    ``bf16:`` / ``fp16:`` (the head in reduced precision: one layer whose weights are re-read from
-    memory every draft token, so its bytes are its cost)."""
-    rest, width, precision = spec, 1, None
+    """``eagle3:PATH`` after the prefixes, in any order: ``tree-K:`` (a top-k tree, K >= 2) or
+    ``dtree-K:`` (a dynamic tree of K nodes per draft position), and ``int8:`` / ``bf16:`` / ``fp16:``
+    (the head in reduced precision: one layer whose weights are re-read from memory every draft token,
+    so its bytes are its cost)."""
+    rest, width, dynamic, precision = spec, 1, False, None
     while not rest.startswith("eagle3:"):
         head, _, rest = rest.partition(":")
+        kind, _, size = head.partition("-")
         if head in PRECISIONS and precision is None:
             precision = head
-        elif head.startswith("tree-") and head[5:].isdigit() and int(head[5:]) >= 2 and width == 1:
-            width = int(head[5:])
+        elif kind in ("tree", "dtree") and size.isdigit() and int(size) >= 2 and width == 1:
+            width, dynamic = int(size), kind == "dtree"
         else:
             raise InvalidArgumentError(
-                f"drafter {spec!r}: expected [tree-K:][int8:|bf16:|fp16:]eagle3:PATH with K >= 2"
+                f"drafter {spec!r}: expected [tree-K:|dtree-K:][int8:|bf16:|fp16:]eagle3:PATH with K >= 2"
             )
     path = rest.removeprefix("eagle3:")
     folder = (
@@ -180,7 +183,8 @@ def eagle3_drafter(spec: str, target: PreTrainedModel) -> Eagle3Drafter:
         # levels per channel and the int8 head's first draft after a prompt was rejected on 15 of 15
         # Spec-Bench prompts (benchmarks/HEAD_PRECISION_2026-11-27e.md)
         head = reduced_precision_copy(head, precision, keep=("fc",))
-    return Eagle3Drafter(head, target.get_input_embeddings().weight, tree_width=width, name=spec)
+    embeddings = target.get_input_embeddings().weight
+    return Eagle3Drafter(head, embeddings, tree_width=width, dynamic=dynamic, name=spec)
 
 
 def eos_ids(model: PreTrainedModel) -> list[int]:

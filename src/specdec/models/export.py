@@ -59,7 +59,7 @@ TARGET_FILES = (
 TOKENIZER_CORE = ("tokenizer.json", "tokenizer.model", "vocab.json")  # at least one must exist
 RECORD = "specdec_export.json"
 #: Drafter-spec prefixes that are specdec runtime options, not weights: dropped, and recorded as dropped.
-DROPPED_PREFIXES = ("tree-", "vocab-", "int8", "bf16", "fp16")
+DROPPED_PREFIXES = ("tree-", "dtree-", "vocab-", "int8", "bf16", "fp16")
 
 
 @dataclass(frozen=True)

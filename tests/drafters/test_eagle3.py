@@ -278,3 +278,30 @@ def test_the_factory_reads_dynamic_trees(tmp_path):
             make_drafter(f"{bad}{folder}", TARGET, TOK)
     with pytest.raises(InvalidArgumentError, match="dynamic tree needs tree_width >= 2"):
         Eagle3Drafter(drafter.head, drafter.embeddings, dynamic=True)
+
+
+def test_an_int8_head_is_refused_for_a_target_off_the_cpu(tmp_path):
+    folder = save_head(
+        make_eagle3_head(TARGET), tmp_path / "head", {"name_or_path": "tiny", "architectures": []}
+    )
+    elsewhere = make_llama(len(TOK), seed=0, layers=4).to(
+        "meta"
+    )  # stands for a GPU target: no weights needed
+    with pytest.raises(InvalidArgumentError, match="int8 head runs on CPU only"):
+        make_drafter(f"int8:eagle3:{folder}", elsewhere, TOK)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("shape", [{}, {"tree_width": 2}, {"tree_width": 2, "dynamic": True}])
+def test_the_head_drafts_on_the_targets_gpu_losslessly(shape):
+    from specdec.decoders import SpeculativeSampling
+    from specdec.pipeline import Pipeline
+
+    target = make_llama(len(TOK), seed=0, layers=4).to("cuda")
+    base = make_eagle3(TARGET, seed=1)
+    drafter = Eagle3Drafter(base.head, target.get_input_embeddings().weight, **shape)
+    assert next(drafter.head.parameters()).device.type == "cuda"
+    prompts = [PROMPT, PROMPT[2:7]]
+    plain = Pipeline(target, TOK).generate(prompts, max_new_tokens=16).token_ids
+    pipe = Pipeline(target, TOK, drafter=drafter)
+    assert pipe.generate(prompts, method=SpeculativeSampling(3), max_new_tokens=16).token_ids == plain

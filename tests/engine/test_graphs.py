@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from specdec.decoders import SpeculativeSampling
 from specdec.drafters import ModelDrafter, PromptLookupDrafter, TandemDrafter
 from specdec.drafters.bita import BiTADrafter
+from specdec.drafters.eagle3 import Eagle3Drafter
 from specdec.engine import Engine
 from specdec.engine.static_steps import graph_rows
 from specdec.errors import InvalidArgumentError
@@ -130,7 +131,9 @@ def test_drafters_reading_the_targets_states_stay_lossless_on_padded_engines(tin
     step = pipe.engine.graphs.step
     pipe.engine.graphs.step = lambda *args: calls.append(args[4]) or step(*args)
     oracle = TandemDrafter(make_oracle_tandem(target), tiny_tokenizer)
-    for draft in (make_eagle3(target), oracle):
+    head = make_eagle3(target)
+    dynamic = Eagle3Drafter(head.head, head.embeddings, tree_width=2, dynamic=True)  # a new shape each step
+    for draft in (head, dynamic, oracle):
         calls.clear()
         out = pipe.with_drafter(draft).generate(
             ["the quick brown fox"], method=SpeculativeSampling(4), max_new_tokens=30

@@ -61,7 +61,10 @@ class Eagle3Drafter(Drafter):
             raise InvalidArgumentError(f"a dynamic tree needs tree_width >= 2, got {tree_width!r}")
         # oneDNN-prepacked linears where this CPU has them: at one row per step an unpacked GEMM repacks
         # its weight on every call and costs most of the head's time
-        self.head = pack_linear_layers(head.eval()) if packing_supported(head) else head.eval()
+        # on the target's device: its features and embeddings are read at every call
+        self.device = embeddings.device
+        head = head.to(self.device).eval()
+        self.head = pack_linear_layers(head) if packing_supported(head) else head
         self.embeddings, self.name = embeddings.detach(), name
         self.tree_width, self.proposes_trees = tree_width, tree_width > 1
         self.dynamic, self.beam = dynamic, beam
@@ -86,14 +89,14 @@ class Eagle3Drafter(Drafter):
     @torch.inference_mode()
     def begin(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
         self.draft_calls = 0
-        self.cache = RaggedCache(0, *self._shape)
+        self.cache = RaggedCache(0, *self._shape, self.device)
         self.queue: list[list[tuple[torch.Tensor, int]]] = []
         self._fed = torch.zeros(0, dtype=torch.long)
         self._last_tokens = torch.zeros(0, 0, dtype=torch.long)
         # per row, the head's logits and output feature after its last cached pair: the first guess
         vocab, hidden = self.head.lm_head.out_features, self.head.config.hidden_size
-        self._tail_logits = torch.zeros(0, vocab, dtype=self._shape[2])
-        self._tail_feature = torch.zeros(0, hidden, dtype=self._shape[2])
+        self._tail_logits = torch.zeros(0, vocab, dtype=self._shape[2], device=self.device)
+        self._tail_feature = torch.zeros(0, hidden, dtype=self._shape[2], device=self.device)
         self.admit(prompts, prefill)
 
     @torch.inference_mode()
@@ -136,7 +139,8 @@ class Eagle3Drafter(Drafter):
             mask = cache.block_mask(counts, width)
         else:
             positions, mask = tree
-        embeds = F.embedding(embeds_tokens, self.embeddings)
+        embeds = F.embedding(embeds_tokens.to(self.device), self.embeddings)
+        positions, mask = positions.to(self.device), mask.to(self.device)
         out = self.head(embeds, features, positions, mask, cache.past())
         cache.write(out.keys, out.values, counts)
         self.draft_calls += 1
@@ -155,18 +159,22 @@ class Eagle3Drafter(Drafter):
             out = self._run(tokens, features, counts[rows], cache)
             if not whole:
                 self.cache.put(rows, cache)
-            last = torch.arange(len(rows)), counts[rows] - 1
-            self._tail_logits[rows] = out.logits[last].to(self._tail_logits.dtype)
-            self._tail_feature[rows] = out.prenorm[last].to(self._tail_feature.dtype)
+            last = torch.arange(len(rows), device=self.device), (counts[rows] - 1).to(self.device)
+            on = rows.to(self.device)
+            self._tail_logits[on] = out.logits[last].to(self._tail_logits.dtype)
+            self._tail_feature[on] = out.prenorm[last].to(self._tail_feature.dtype)
         self.queue = [[] for _ in self.queue]
 
     def _queued(self, rows: list[int], width: int) -> tuple[torch.Tensor, torch.Tensor]:
         """These rows' queued (token, feature) pairs as right-padded ``[len(rows), width]`` blocks."""
         tokens = torch.zeros(len(rows), width, dtype=torch.long)
-        features = torch.zeros(len(rows), width, self.head.config.hidden_size, dtype=self._shape[2])
+        hidden = self.head.config.hidden_size
+        features = torch.zeros(len(rows), width, hidden, dtype=self._shape[2], device=self.device)
         for i, row in enumerate(rows):
-            for j, (feature, token) in enumerate(self.queue[row]):
-                tokens[i, j], features[i, j] = token, feature
+            if self.queue[row]:  # one copy per row, not per pair (each is a kernel launch on a GPU)
+                queued, ids = zip(*self.queue[row], strict=True)
+                tokens[i, : len(ids)] = torch.tensor(ids)
+                features[i, : len(ids)] = torch.stack(queued)
         return tokens, features
 
     @torch.inference_mode()
@@ -215,7 +223,7 @@ class Eagle3Drafter(Drafter):
                 features = self._tail_feature[:, None].expand(-1, k, -1)
             else:
                 index = torch.tensor(slots)
-                features = state["features"][:, index]
+                features = state["features"][:, index.to(self.device)]
                 ancestors[:, : state["ancestors"].shape[1]] = state["ancestors"][index]
                 ancestors[torch.arange(k), state["columns"][index]] = True
             level = 0 if slots is None else state["level"] + 1
@@ -229,8 +237,8 @@ class Eagle3Drafter(Drafter):
 
         first = self.head.target_logits(self._tail_logits)
         grown = grow_tree(first, expand, gamma, self.tree_width * gamma, self.beam)
-        self._last_tokens = grown.tokens
-        return Draft(grown.tokens, None, parents=grown.parents)
+        self._last_tokens = grown.tokens.cpu()
+        return Draft(self._last_tokens, None, parents=grown.parents)
 
     def adopt(self, tokens: torch.Tensor) -> None:
         """This step's draft ``[B, γ]`` came from elsewhere (a combined drafter's prompt lookup) and the
@@ -254,4 +262,5 @@ class Eagle3Drafter(Drafter):
         self.cache.select_rows(rows)
         self.queue = [self.queue[i] for i in rows.tolist()]
         self._fed, self._last_tokens = self._fed[rows], self._last_tokens[rows]
-        self._tail_logits, self._tail_feature = self._tail_logits[rows], self._tail_feature[rows]
+        on = rows.to(self.device)
+        self._tail_logits, self._tail_feature = self._tail_logits[on], self._tail_feature[on]

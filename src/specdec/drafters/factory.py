@@ -174,6 +174,8 @@ def eagle3_drafter(spec: str, target: PreTrainedModel) -> Eagle3Drafter:
                 f"drafter {spec!r}: expected [tree-K:|dtree-K:][int8:|bf16:|fp16:]eagle3:PATH with K >= 2"
             )
     path = rest.removeprefix("eagle3:")
+    if precision == "int8" and target.device.type != "cpu":
+        raise InvalidArgumentError(f"drafter {spec!r}: an int8 head runs on CPU only; use bf16: on a GPU")
     folder = (
         Path(path) if Path(path).is_dir() or path not in (shipped := packaged_eagle3s()) else shipped[path]
     )

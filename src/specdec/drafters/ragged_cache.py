@@ -8,10 +8,20 @@ import torch
 
 
 class RaggedCache:
-    """Keys and values ``[B, kv heads, capacity, d]`` of one layer; row b holds its first ``lengths[b]``."""
+    """Keys and values ``[B, kv heads, capacity, d]`` of one layer on the head's device; row b holds its
+    first ``lengths[b]``. The bookkeeping (lengths, masks, row indices) stays on the CPU, where the loop
+    reads it without waiting on the device."""
 
-    def __init__(self, batch: int, kv_heads: int, head_dim: int, dtype: torch.dtype, capacity: int = 64):
-        self.keys = torch.zeros(batch, kv_heads, capacity, head_dim, dtype=dtype)
+    def __init__(
+        self,
+        batch: int,
+        kv_heads: int,
+        head_dim: int,
+        dtype: torch.dtype,
+        device: torch.device | str = "cpu",
+        capacity: int = 64,
+    ):
+        self.keys = torch.zeros(batch, kv_heads, capacity, head_dim, dtype=dtype, device=device)
         self.values = torch.zeros_like(self.keys)
         self.lengths = torch.zeros(batch, dtype=torch.long)
 
@@ -58,7 +68,8 @@ class RaggedCache:
         self._reserve(int((self.lengths + counts).max()) if len(counts) else 0)
         real = torch.arange(width)[None] < counts[:, None]
         rows, offsets = real.nonzero(as_tuple=True)
-        columns = self.lengths[rows] + offsets
+        device = self.keys.device
+        rows, columns, real = rows.to(device), (self.lengths[rows] + offsets).to(device), real.to(device)
         self.keys[rows, :, columns] = keys.transpose(1, 2)[real].to(self.keys.dtype)
         self.values[rows, :, columns] = values.transpose(1, 2)[real].to(self.values.dtype)
         self.lengths = self.lengths + counts
@@ -67,19 +78,21 @@ class RaggedCache:
         self.lengths = self.lengths - counts
 
     def select_rows(self, rows: torch.Tensor) -> None:
-        self.keys, self.values, self.lengths = self.keys[rows], self.values[rows], self.lengths[rows]
+        on = rows.to(self.keys.device)
+        self.keys, self.values, self.lengths = self.keys[on], self.values[on], self.lengths[rows]
 
     def take(self, rows: torch.Tensor) -> RaggedCache:
         """These rows as a cache of their own (copies), for a call on part of the batch (:meth:`put` back)."""
-        part = RaggedCache(0, self.keys.shape[1], self.keys.shape[3], self.keys.dtype)
-        part.keys, part.values, part.lengths = self.keys[rows], self.values[rows], self.lengths[rows]
+        part = RaggedCache(0, self.keys.shape[1], self.keys.shape[3], self.keys.dtype, self.keys.device)
+        on = rows.to(self.keys.device)
+        part.keys, part.values, part.lengths = self.keys[on], self.values[on], self.lengths[rows]
         return part
 
     def put(self, rows: torch.Tensor, part: RaggedCache) -> None:
         """``part`` (from :meth:`take`) back in place of its rows."""
         self._reserve(part.keys.shape[2])
-        width = part.keys.shape[2]
-        self.keys[rows, :, :width], self.values[rows, :, :width] = part.keys, part.values
+        width, on = part.keys.shape[2], rows.to(self.keys.device)
+        self.keys[on, :, :width], self.values[on, :, :width] = part.keys, part.values
         self.lengths[rows] = part.lengths
 
     def add_rows(self, count: int) -> None:

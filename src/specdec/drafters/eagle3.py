@@ -214,7 +214,7 @@ class Eagle3Drafter(Drafter):
         """A dynamic tree of depth γ and ``tree_width`` · γ nodes; each depth's frontier runs through the
         head as one block whose nodes see the settled pairs and their own drafted ancestors."""
         batch, settled = len(self.queue), self.cache.lengths.clone()
-        state: dict[str, torch.Tensor] = {"ancestors": torch.zeros(0, 0, dtype=torch.bool)}
+        state: dict[str, torch.Tensor] = {}  # the last frontier's output features, ancestors and columns
 
         def expand(tokens: torch.Tensor, slots: list[int] | None) -> torch.Tensor:
             k, drafted = tokens.shape[1], int(self._fed[0]) if batch else 0
@@ -226,13 +226,11 @@ class Eagle3Drafter(Drafter):
                 features = state["features"][:, index.to(self.device)]
                 ancestors[:, : state["ancestors"].shape[1]] = state["ancestors"][index]
                 ancestors[torch.arange(k), state["columns"][index]] = True
-            level = 0 if slots is None else state["level"] + 1
-            positions = (settled + level)[:, None].expand(-1, k)
+            positions = settled[:, None] + ancestors.sum(1)[None]  # a node at depth d has d − 1 ancestors
             tree = positions, self.cache.tree_mask(settled, ancestors)
             out = self._run(tokens, features, torch.full((batch,), k), self.cache, tree)
             self._fed += k
-            state.update(features=out.prenorm, ancestors=ancestors, level=level)
-            state["columns"] = drafted + torch.arange(k)
+            state.update(features=out.prenorm, ancestors=ancestors, columns=drafted + torch.arange(k))
             return self.head.target_logits(out.logits)
 
         first = self.head.target_logits(self._tail_logits)

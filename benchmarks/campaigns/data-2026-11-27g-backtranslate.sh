@@ -8,13 +8,14 @@
 # target then translates *into* French or German; these are German-looking inputs with English answers, as in the
 # bench. The first run (2026-11-27) lacked `--count`, so `data answers` took its default 1,000 of the 1,536 stage-1
 # requests: 1,000 German answers (591 cut at 128 tokens, looping), 404 whole ones of >= 5 words kept for stage 2.
-# ANSWER_COUNT=1000 rebuilds that run. Not committed (Gutenberg text from ../shared); greedy, so a rebuild on the
+# ANSWER_COUNT=1000 rebuilds that run; B names the run folder (the thirty-second session: COUNT=6000
+# B=/work/runs/backtranslate-6000). Not committed (Gutenberg text from ../shared); greedy, so a rebuild on the
 # same kind of CPU writes the same files.
 set -uo pipefail
 source /work/main/.venv/bin/activate
 export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1
 export HF_HUB_OFFLINE=1
-B=/work/runs/backtranslate SHARED=${SHARED:-/work/main/../shared}
+B=${B:-/work/runs/backtranslate} SHARED=${SHARED:-/work/main/../shared}
 mkdir -p $B
 echo "== stage 1 $(date -Is) $(lscpu | grep 'Model name') commit $(git -C /work/main rev-parse --short HEAD)"
 python - "$SHARED/data/train/gutenberg_en/train.jsonl.gz" "$B/stage1.jsonl" "${COUNT:-1536}" <<'PY'

@@ -8,11 +8,13 @@
 # tail spans both), then `train eagle3` from the shipped head with the lease's settings at the CPU's batch (16).
 # Resumable: rerun continues the cache and the run (--resume). TRAIN_SECONDS bounds the training.
 #   STEERED="answers-A.jsonl answers-B.jsonl" benchmarks/campaigns/train-2026-11-27g-eagle3-steered.sh
+# CACHE and RUN name the cache and run folders (defaults: the thirtieth session's), so a new mix starts afresh.
 set -uo pipefail
 source /work/main/.venv/bin/activate
 export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1
 export HF_HUB_OFFLINE=1
 M=/work/main R=/work/runs A=~/.cache/specdec/answers
+CACHE=${CACHE:-$R/primary-steered-g} RUN=${RUN:-$R/eagle3-steered-g}
 cd $R
 read -r -a FILES <<< "${STEERED:?the steered answers files, in the answers cache}"
 GENERAL_FILE=$R/general-2600000-${GENERAL:=1600}.jsonl
@@ -20,11 +22,11 @@ GENERAL_FILE=$R/general-2600000-${GENERAL:=1600}.jsonl
 echo "== cache $(date -Is) $(lscpu | grep 'Model name') commit $(git -C $M rev-parse --short HEAD)"
 sha256sum "${FILES[@]/#/$A/}" "$GENERAL_FILE"
 ANSWERS=(); for f in "${FILES[@]/#/$A/}" "$GENERAL_FILE"; do ANSWERS+=(--answers "$f"); done
-specdec data primary "${ANSWERS[@]}" --output $R/primary-steered-g --max-len 256 \
+specdec data primary "${ANSWERS[@]}" --output "$CACHE" --max-len 256 \
   --batch-size 16 --dtype bf16 --hidden-layers 0,2,15,27,29 2>&1 | grep -v -E "it/s\]|s/it\]"
 echo "== train $(date -Is) (exit ${PIPESTATUS[0]})"
-timeout "${TRAIN_SECONDS:-2400}" specdec train eagle3 --cache $R/primary-steered-g \
+timeout "${TRAIN_SECONDS:-2400}" specdec train eagle3 --cache "$CACHE" \
   --init-from $M/src/specdec/models/drafts/smollm2-135m-eagle3 --steps "${STEPS:-1500}" --batch-size 16 \
   --max-batch-tokens 4096 --ttt-steps 4 --lr 1e-4 --warmup 30 --eval-every 100 --save-every 100 \
-  --eval-sequences 80 --bf16 auto --output $R/eagle3-steered-g --resume 2>&1 | grep -v -E "it/s\]|s/it\]"
+  --eval-sequences 80 --bf16 auto --output "$RUN" --resume 2>&1 | grep -v -E "it/s\]|s/it\]"
 echo "== done $(date -Is) (exit ${PIPESTATUS[0]})"

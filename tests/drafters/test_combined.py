@@ -159,9 +159,13 @@ def test_an_eagle3_head_behind_lookup_drafts_what_a_fresh_head_drafts_on_the_set
     assert any(chain != f[: len(chain)] for (_, chain), f in zip(records, fresh, strict=True))
 
 
+@pytest.mark.parametrize("dynamic", [False, True])
 @pytest.mark.parametrize("temperature", [0.0, 0.9])
-def test_lookup_then_eagle3_emits_plain_decodings_tokens(temperature):
-    drafter = LookupThenModelDrafter(make_eagle3(EAGLE_TARGET, seed=1))
+def test_lookup_then_eagle3_emits_plain_decodings_tokens(temperature, dynamic):
+    head = make_eagle3(EAGLE_TARGET, seed=1)
+    if dynamic:  # the head's dynamic tree on its steps, lookup's chain on the others
+        head = Eagle3Drafter(head.head, head.embeddings, tree_width=2, dynamic=True)
+    drafter = LookupThenModelDrafter(head)
     sampling = SamplingConfig(temperature=temperature)
     prompts = [EAGLE_PROMPT, EAGLE_PROMPT[3:]]
     outs = []
@@ -183,6 +187,8 @@ def test_lookup_plus_eagle3_spelling(tmp_path):
     assert drafter.target_hidden_layers == head.aux_layers
     tree = make_drafter(f"lookup+tree-2:eagle3:{tmp_path / 'head'}", EAGLE_TARGET, None)
     assert tree.proposes_trees and tree.model.tree_width == 2
+    dynamic = make_drafter(f"lookup+dtree-3:eagle3:{tmp_path / 'head'}", EAGLE_TARGET, None)
+    assert dynamic.proposes_trees and dynamic.model.dynamic and dynamic.model.tree_width == 3
 
 
 class Asked(FixedGamma):

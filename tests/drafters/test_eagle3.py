@@ -284,9 +284,8 @@ def test_an_int8_head_is_refused_for_a_target_off_the_cpu(tmp_path):
     folder = save_head(
         make_eagle3_head(TARGET), tmp_path / "head", {"name_or_path": "tiny", "architectures": []}
     )
-    elsewhere = make_llama(len(TOK), seed=0, layers=4).to(
-        "meta"
-    )  # stands for a GPU target: no weights needed
+    # a target on the meta device stands for a GPU target: off the CPU, no weights needed
+    elsewhere = make_llama(len(TOK), seed=0, layers=4).to("meta")
     with pytest.raises(InvalidArgumentError, match="int8 head runs on CPU only"):
         make_drafter(f"int8:eagle3:{folder}", elsewhere, TOK)
 

@@ -179,6 +179,14 @@ def chain_of(draft) -> list[int]:
     return draft.tokens[0, :depth].tolist()
 
 
+def tree_paths(parents) -> list[list[int]]:
+    """Each draft-tree node's path, its ancestors then itself (node indices, root excluded): the row of
+    the tree's attention mask, since a node sees exactly those."""
+    from specdec.sampling import tree_attention
+
+    return [row.nonzero().flatten().tolist() for row in tree_attention(parents)[1:, 1:]]
+
+
 def fresh_chain(drafter, target, sequence: list[int], gamma: int = 3, view=chain_of) -> list[int]:
     """The greedy chain ``drafter`` proposes when it starts on ``sequence`` (its last token pending), or
     what ``view`` shows of its draft."""

@@ -18,18 +18,25 @@ from specdec.errors import InvalidArgumentError
 from specdec.models.eagle3_layout import save_head
 from specdec.models.surgery import reduced_precision_copy
 from specdec.training.eagle3 import unrolled_logits
-from tiny import chains_against_fresh, fresh_chain, make_eagle3, make_eagle3_head, make_llama, make_tokenizer
+from tiny import (
+    chains_against_fresh,
+    fresh_chain,
+    make_eagle3,
+    make_eagle3_head,
+    make_llama,
+    make_tokenizer,
+    tree_paths,
+)
 
 TOK = make_tokenizer()
 TARGET = make_llama(len(TOK), seed=0, layers=4)
 PROMPT = [5, 9, 14, 22, 5, 9, 14, 30, 31, 5, 9, 14]
 
 
-def test_the_chain_is_the_training_time_test_unrolled():
-    drafter = make_eagle3(TARGET)
-    guesses = fresh_chain(drafter, TARGET, PROMPT)
-    assert len(guesses) == 3
-    tokens = torch.tensor([PROMPT + guesses])
+def unrolled_passes(head, embeddings, sequence: list[int], depth: int) -> list[torch.Tensor]:
+    """Training's unrolled passes of ``head`` over ``sequence`` with the target's hidden states: pass j at
+    pair i guesses token i + 2 + j after j guesses of the head's own (here: the sequence's tokens)."""
+    tokens = torch.tensor([sequence])
     with torch.no_grad():
         hidden = TARGET(tokens, output_hidden_states=True).hidden_states
         batch = {
@@ -37,7 +44,14 @@ def test_the_chain_is_the_training_time_test_unrolled():
             "valid": torch.ones_like(tokens, dtype=torch.bool),
             "hidden": dict(enumerate(hidden)),
         }
-        passes = unrolled_logits(drafter.head, drafter.embeddings, batch, 3)
+        return unrolled_logits(head, embeddings, batch, depth)
+
+
+def test_the_chain_is_the_training_time_test_unrolled():
+    drafter = make_eagle3(TARGET)
+    guesses = fresh_chain(drafter, TARGET, PROMPT)
+    assert len(guesses) == 3
+    passes = unrolled_passes(drafter.head, drafter.embeddings, PROMPT + guesses, 3)
     pair = len(PROMPT) - 2  # (feature before the pending token, the pending token)
     unrolled = [int(drafter.head.draft_ids[p[0, pair].argmax()]) for p in passes]
     assert unrolled == guesses
@@ -196,15 +210,7 @@ def grown_trees(monkeypatch, drafter, prompts, gamma):
 def unrolled_path_probability(head, embeddings, prompt: list[int], path: list[int]) -> float:
     """The head's probability of ``path`` after ``prompt``, from training's unrolled passes: pass j at
     the pending token's pair guesses the (j + 1)-th token after j guesses (here: the path's)."""
-    tokens = torch.tensor([prompt + path])
-    with torch.no_grad():
-        hidden = TARGET(tokens, output_hidden_states=True).hidden_states
-        batch = {
-            "tokens": tokens,
-            "valid": torch.ones_like(tokens, dtype=torch.bool),
-            "hidden": dict(enumerate(hidden)),
-        }
-        passes = unrolled_logits(head, embeddings, batch, len(path))
+    passes = unrolled_passes(head, embeddings, prompt + path, len(path))
     pair, probability = len(prompt) - 2, 1.0
     for j, token in enumerate(path):
         probability *= float(head.target_logits(passes[j][0, pair]).float().softmax(-1)[token])
@@ -229,22 +235,15 @@ def test_a_dynamic_trees_nodes_are_scored_by_the_heads_own_path_probabilities(mo
     drafter = dynamic(width=6)  # 18 nodes of a pool of 36: some at every depth
     prompts = [PROMPT, PROMPT[3:9]]
     tree = grown_trees(monkeypatch, drafter, prompts, 3)
-    assert max(len(_path(tree.parents, n)) for n in range(len(tree.parents))) == 3  # depth-3 nodes exist
+    paths = tree_paths(tree.parents)
+    assert max(map(len, paths)) == 3  # depth-3 nodes exist
     matches = []
     for row, prompt in enumerate(prompts):
-        for node in range(len(tree.parents)):
-            path = [int(tree.tokens[row, i]) for i in _path(tree.parents, node)]
+        for node, nodes in enumerate(paths):
+            path = [int(tree.tokens[row, i]) for i in nodes]
             expected = unrolled_path_probability(drafter.head, drafter.embeddings, prompt, path)
             matches.append(abs(float(tree.scores[row, node]) - expected) <= 1e-4 * expected + 1e-7)
     assert all(matches) != control
-
-
-def _path(parents, node):
-    path = []
-    while node >= 0:
-        path.append(node)
-        node = parents[node]
-    return path[::-1]
 
 
 def test_after_each_step_a_dynamic_tree_is_the_one_a_fresh_drafter_grows():

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specdec.drafters.tree_search import grow_tree
+from tiny import tree_paths
 
 
 def markov(batch: int, vocab: int, seed: int):
@@ -25,14 +26,6 @@ def markov(batch: int, vocab: int, seed: int):
         return table[torch.arange(batch)[:, None], tokens]
 
     return first, table, expand, calls
-
-
-def path_of(parents, node):
-    path = []
-    while node >= 0:
-        path.append(node)
-        node = parents[node]
-    return path[::-1]
 
 
 @settings(max_examples=60, deadline=None)
@@ -55,10 +48,11 @@ def test_a_grown_tree_is_a_tree_whose_scores_are_its_path_probabilities(
     assert len(calls) == depth - 1 and all(tokens.shape == (batch, width) for tokens, _ in calls)
     for node, parent in enumerate(tree.parents):
         assert -1 <= parent < node  # parents first: the order a verify block needs
-        assert len(path_of(tree.parents, node)) <= depth
+    paths = tree_paths(tree.parents)
+    assert all(len(path) <= depth for path in paths)
     for row in range(batch):
-        for node in range(len(tree.parents)):
-            path = [int(tree.tokens[row, i]) for i in path_of(tree.parents, node)]
+        for node, nodes in enumerate(paths):
+            path = [int(tree.tokens[row, i]) for i in nodes]
             probability = first[row].softmax(-1)[path[0]]
             for before, token in itertools.pairwise(path):
                 probability = probability * table[row, before].softmax(-1)[token]
@@ -80,10 +74,7 @@ def test_with_a_full_beam_one_row_keeps_the_likeliest_paths_of_all(vocab, nodes,
     every.update(
         {(a, b): float(root[a] * table[0, a].softmax(-1)[b]) for a in range(vocab) for b in range(vocab)}
     )
-    kept = {
-        tuple(int(tree.tokens[0, i]) for i in path_of(tree.parents, node))
-        for node in range(len(tree.parents))
-    }
+    kept = {tuple(int(tree.tokens[0, i]) for i in nodes) for nodes in tree_paths(tree.parents)}
     threshold = min(every[path] for path in kept)
     assert len(kept) == min(nodes, len(every))
     assert all(every[path] <= threshold * (1 + 1e-6) for path in every.keys() - kept)

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import torch
 
+from specdec.sampling.tree import depths
+
 #: ``expand(tokens [B, k], parent_slots) -> logits [B, k, V]``: run the drafter on the frontier's k
 #: tokens, where frontier node i is the child of the previous frontier's node ``parent_slots[i]``
 #: (None for the first frontier, the root's children)
@@ -43,10 +45,10 @@ def grow_tree(first_logits: torch.Tensor, expand: Expand, depth: int, nodes: int
     root's logits ``[B, V]`` (``depth`` − 1 calls of ``expand``)."""
     top = first_logits.float().softmax(-1).topk(width, dim=-1)
     columns, scores = [top.indices], [top.values]  # candidates' tokens / path probabilities, per level
-    parents, depths = [-1] * width, [1] * width  # per candidate (pool ids in order of creation)
+    parents = [-1] * width  # per candidate (pool ids in order of creation, so a parent comes first)
     frontier = list(range(width))  # pool ids of the frontier
     frontier_tokens, frontier_scores, slots = top.indices, top.values, None
-    for level in range(1, depth):
+    for _ in range(1, depth):  # depths 2 … depth
         logits = expand(frontier_tokens, slots).float()
         children = logits.softmax(-1).topk(width, dim=-1)  # [B, k, width]
         batch = logits.shape[0]
@@ -54,24 +56,21 @@ def grow_tree(first_logits: torch.Tensor, expand: Expand, depth: int, nodes: int
         path = (frontier_scores[:, :, None] * children.values).reshape(batch, -1)
         first = len(parents)
         parents += [frontier[i // width] for i in range(tokens.shape[1])]
-        depths += [level + 1] * tokens.shape[1]
         columns.append(tokens)
         scores.append(path)
         best = path.sum(0).topk(min(width, path.shape[1])).indices.tolist()
         slots = [i // width for i in best]
         frontier = [first + i for i in best]
         frontier_tokens, frontier_scores = tokens[:, best], path[:, best]
-    return _best_nodes(torch.cat(columns, 1), torch.cat(scores, 1), parents, depths, nodes)
+    return _best_nodes(torch.cat(columns, 1), torch.cat(scores, 1), parents, nodes)
 
 
-def _best_nodes(
-    tokens: torch.Tensor, scores: torch.Tensor, parents: list[int], depths: list[int], nodes: int
-) -> DraftTree:
+def _best_nodes(tokens: torch.Tensor, scores: torch.Tensor, parents: list[int], nodes: int) -> DraftTree:
     """The ``nodes`` candidates of highest summed score, a parent before its children on ties (equal
     scores: a child of probability one), renumbered in depth order."""
-    total = scores.sum(0).tolist()
-    ranked = sorted(range(len(parents)), key=lambda i: (-total[i], depths[i], i))
-    kept = sorted(ranked[:nodes], key=lambda i: (depths[i], -total[i], i))
+    total, depth = scores.sum(0).tolist(), depths(parents)
+    ranked = sorted(range(len(parents)), key=lambda i: (-total[i], depth[i], i))
+    kept = sorted(ranked[:nodes], key=lambda i: (depth[i], -total[i], i))
     new = {old: j for j, old in enumerate(kept)}
     return DraftTree(
         tokens[:, kept], tuple(-1 if parents[i] < 0 else new[parents[i]] for i in kept), scores[:, kept]

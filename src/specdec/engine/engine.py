@@ -48,13 +48,14 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         model: any transformers causal LM with full or sliding-window attention.
         pack_weights: use prepacked batch-invariant linear kernels (a packed copy of the model);
             ``None`` means "when supported" (fp32 on CPU; bf16 on CPUs with oneDNN bf16 kernels).
-        compile: the fast step of the engine's device. On CPU, verify blocks (2 to ``STATIC_WIDTHS``
-            tokens) run as static-shape steps under ``torch.compile`` (:meth:`compile_steps`); on
-            CUDA, every block of up to ``STATIC_WIDTHS`` token ids runs as one padded static step
-            replayed from a CUDA graph of the compiled model (:meth:`capture_graphs`), the hidden
-            states a drafter asks for included. Prefills and blocks with given layer inputs or
-            embeddings stay eager. Off by default: on a 2-core CPU it saved 4-10 % of a 4-token
-            target block for ~50 s of compiling (``benchmarks/COMPILE_PROBE.md``); on an H100 it made
+        compile: the fast step of the engine's device. On CPU, one-token steps and verify blocks (up
+            to ``STATIC_WIDTHS`` tokens) run as static-shape steps under ``torch.compile``
+            (:meth:`compile_steps`: two graphs); on CUDA, every block of up to ``STATIC_WIDTHS`` token
+            ids runs as one padded static step replayed from a CUDA graph of the compiled model
+            (:meth:`capture_graphs`), the hidden states a drafter asks for included. Prefills and
+            blocks with given layer inputs or embeddings stay eager. Off by default: on 2-core CPUs it
+            saved 2-9 % of a one-token target step and 2-14 % of a verify block, by machine, for ~40 s
+            of compiling per graph (``benchmarks/COMPILE_PROBE_2026-11-27j.md``); on an H100 it made
             plain decoding 10-15× HF ``generate`` (``benchmarks/ENGINE_SPEED_GPU.md``).
         lean: run blocks of token ids through :func:`~specdec.engine.lean.lean_forward` (the model's
             own modules without transformers' per-call wrappers); ``None`` means "when it gives this
@@ -108,7 +109,10 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         # happens to trigger, which a cost model timing its steps should not charge to that step.
         self.upkeep_seconds = 0.0
         if compile:
-            self.capture_graphs(compile=True) if self.device.type == "cuda" else self.compile_steps()
+            if self.device.type == "cuda":
+                self.capture_graphs(compile=True)
+            else:
+                self.compile_steps(one_token=True)
 
     # -- forward -------------------------------------------------------------------------------
     @torch.inference_mode()

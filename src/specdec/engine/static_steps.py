@@ -118,9 +118,9 @@ class StaticSteps:
 
         The same modules and weights under inductor, with symbolic width and capacity: one graph for
         every verify block, kept in inductor's on-disk cache for the next process. ``one_token`` adds
-        a graph for one-token steps (dynamo specialises sizes of 1) — the shape a CUDA-graph decode
-        step needs; on CPU it saved at most 4 % of a target step for as long a compile again, and
-        the lean eager step serves a draft better (``benchmarks/COMPILE_PROBE.md``). ``warm_up``
+        a graph for one-token steps (dynamo specialises sizes of 1): on 2-core CPUs it saved 2-9 % of
+        a target step for as long a compile again, while the lean eager step serves a two-layer draft
+        better (``benchmarks/COMPILE_PROBE.md``, ``benchmarks/COMPILE_PROBE_2026-11-27j.md``). ``warm_up``
         compiles now, on a scratch one-row batch, so no generation pays a compile midway (batches
         of several rows, and passes returning hidden states, compile on first use).
         """

@@ -124,6 +124,22 @@ def test_plain_method_and_the_deprecated_flag_run_the_same(tiny_model_dir, capsy
     assert text in old.out
 
 
+def test_compile_builds_the_fast_engine(tiny_model_dir, monkeypatch):
+    import specdec.cli.generate as generate
+
+    built = []
+
+    class Recording(generate.Pipeline):
+        def __init__(self, *args, compile: bool = False, **kwargs):
+            built.append(compile)
+            super().__init__(*args, **kwargs)  # eager: compiling a tiny model here would only cost time
+
+    monkeypatch.setattr(generate, "Pipeline", Recording)
+    base = ["generate", "the quick brown", "--model", str(tiny_model_dir), "--max-new-tokens", "3"]
+    assert main([*base, "--compile"]) == 0 and main(base) == 0
+    assert built == [True, False]
+
+
 def test_old_command_names_still_work_and_say_the_new_one(tmp_path, capsys):
     assert main(["bench-engine", "--shapes", "nope", "--out", str(tmp_path / "o.json")]) == 2
     assert "`bench-engine` is now `bench engine`" in capsys.readouterr().err

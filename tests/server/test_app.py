@@ -277,3 +277,20 @@ def test_the_page_is_served(client):
     page = client.get("/")
     assert page.status_code == 200 and "/static/app.js" in page.text
     assert "pieces" in client.get("/static/app.js").text
+
+
+def test_compile_builds_the_fast_engine(monkeypatch):
+    """``serve --compile`` reaches the pipeline (a compiled engine's jobs: tests/server/test_scheduler.py)."""
+    import specdec.server as server
+
+    built = []
+
+    class Recording(Pipeline):
+        def __init__(self, *args, compile: bool = False, **kwargs):
+            built.append(compile)
+            super().__init__(*args, **kwargs)  # eager: compiling a tiny model here would only cost time
+
+    monkeypatch.setattr(server, "Pipeline", Recording)
+    build_app(MODEL, TOK, model_name="tiny", compile=True)
+    build_app(MODEL, TOK, model_name="tiny")
+    assert built == [True, False]

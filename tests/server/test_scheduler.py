@@ -52,9 +52,14 @@ def make_jobs(outputs: queue.Queue, lengths: list[int], cap=None) -> list[Job]:
     ]
 
 
-@pytest.mark.parametrize("speculative", [False, True])
-def test_every_job_gets_what_it_gets_alone(speculative):
-    engine, outputs = Engine(MODEL), queue.Queue()
+@pytest.mark.parametrize(
+    "speculative, compile",
+    [(False, False), (True, False), (True, True)],
+    ids=["plain", "sps", "sps-compiled"],
+)
+def test_every_job_gets_what_it_gets_alone(speculative, compile):
+    """Also on a compiled engine (``serve --compile``): rows join and leave its static steps."""
+    engine, outputs = Engine(MODEL, compile=compile), queue.Queue()
     drafter = PromptLookupDrafter() if speculative else None
     if drafter is not None:
         drafter.attach(engine)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from specdec.cli.generate import COMPILE_HELP
 from specdec.errors import InvalidArgumentError
 
 
@@ -28,6 +29,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="serve BiLD with these thresholds instead of lossless SpS (not lossless)",
     )
+    parser.add_argument("--compile", action="store_true", help=COMPILE_HELP)
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: this machine only)")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument(
@@ -73,5 +75,6 @@ def run_serve(args: argparse.Namespace) -> None:
         max_batch=args.max_batch,
         max_waiting=args.max_waiting,
         max_body_bytes=args.max_body_bytes,
+        compile=args.compile,
     )
     uvicorn.run(app, host=args.host, port=args.port, timeout_graceful_shutdown=30)

@@ -28,12 +28,14 @@ def build_app(
     max_batch: int = 32,
     max_waiting: int = 256,
     max_body_bytes: int = 1 << 20,
+    compile: bool = False,
 ):
     """The FastAPI app serving ``model`` (with ``drafter`` and ``method``: SpS by default when there is a
     drafter, plain decoding otherwise); run it with uvicorn. Its engine thread starts with the app.
 
     ``drafter`` may be several by name (``{spec: drafter}``): each request chooses one in its
-    ``speculative.drafter`` (default: the first), all of them drafting in the same batch."""
+    ``speculative.drafter`` (default: the first), all of them drafting in the same batch. ``compile``: the
+    engine's fast steps (:class:`~specdec.pipeline.Pipeline`'s ``compile``), built before the app exists."""
     from specdec.decoders.methods import make_method
     from specdec.drafters.routed import RoutedDrafter
     from specdec.server.app import create_app
@@ -54,7 +56,7 @@ def build_app(
         drafter = RoutedDrafter(drafter) if len(drafter) > 1 else next(iter(drafter.values()), None)
     else:
         names = [] if drafter is None else [getattr(drafter, "name", type(drafter).__name__)]
-    pipeline = Pipeline(model, tokenizer, drafter=drafter)
+    pipeline = Pipeline(model, tokenizer, drafter=drafter, compile=compile)
     method = make_method(method, drafter is not None) if drafter is not None else (method or PlainDecoding())
     if method.needs_drafter and drafter is None:
         raise InvalidArgumentError(f"method {method.name!r} needs a drafter")

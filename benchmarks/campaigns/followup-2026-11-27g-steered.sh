@@ -1,6 +1,6 @@
 #!/bin/bash
 # Session 2026-11-27 (thirtieth), issue 20: score the head continued on steered data (train-2026-11-27g-eagle3-steered.sh,
-# HEAD=its best checkpoint) against the shipped one, sequentially, from a worktree at a fixed commit (/work/bench-tree):
+# HEAD=its best checkpoint, LABEL its name in the tables) against the shipped one, sequentially, from a worktree at a fixed commit (/work/bench-tree):
 #   1. the fixed held-out set (benchmarks/data/heldout-9900000, general chat no run trains on), cached with the head's
 #      layers and scored whole, as gpu-followup-2026-11-27f.sh did;
 #   2. per Spec-Bench task on the target's own answers to 10 first turns per task (the whole caches that
@@ -13,7 +13,7 @@ export PYTHONPATH=/work/bench-tree/src LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libj
 export MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1 HF_HUB_OFFLINE=1
 M=/work/main R=/work/runs HO=/work/runs/primary-heldout9 D=/work/runs/specbench-diag
 SHIPPED=/work/bench-tree/src/specdec/models/drafts/smollm2-135m-eagle3 HEAD=${HEAD:?the head to score}
-TAG=${TAG:-2026-11-27g}
+TAG=${TAG:-2026-11-27g} LABEL=${LABEL:-steered}  # the scored head's name in the tables
 echo "== held-out cache $(date -Is) $(lscpu | grep 'Model name')"
 if [ ! -f $HO/meta.json ]; then
   gunzip -c $M/benchmarks/data/heldout-9900000/answers-*.jsonl.gz > $R/heldout-9900000.jsonl
@@ -21,7 +21,7 @@ if [ ! -f $HO/meta.json ]; then
     --dtype bf16 --hidden-layers 0,2,15,27,29 2>&1 | grep -v -E "it/s\]|s/it\]"
 fi
 (cd /work/bench-tree && python benchmarks/campaigns/heldout_eagle3.py --whole --cache $HO \
-  --head shipped=$SHIPPED --head steered=$HEAD --sequences 240 \
+  --head shipped=$SHIPPED --head $LABEL=$HEAD --sequences 240 \
   --out $M/benchmarks/results/heldout_eagle3_$TAG.json --markdown $M/benchmarks/HELDOUT_EAGLE3_$TAG.md)
 echo "== Spec-Bench per task $(date -Is)"
 mkdir -p $D/turns $D/answers
@@ -44,7 +44,7 @@ for turns in $D/turns/*.jsonl; do  # as specbench-head-diag-2026-11-27.sh, the w
 done
 CACHES=(); for c in $D/primary-*-2048; do CACHES+=(--cache "$c"); done
 (cd /work/bench-tree && python benchmarks/campaigns/heldout_eagle3.py --whole "${CACHES[@]}" \
-  --head shipped=$SHIPPED --head steered=$HEAD --sequences 10 \
+  --head shipped=$SHIPPED --head $LABEL=$HEAD --sequences 10 \
   --out $M/benchmarks/results/specbench_head_diag_$TAG.json --markdown $M/benchmarks/SPECBENCH_HEAD_DIAG_$TAG.md)
 [ -n "${NO_BENCH:-}" ] && exit 0
 echo "== bench A/B $(date -Is)"

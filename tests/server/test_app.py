@@ -280,17 +280,23 @@ def test_the_page_is_served(client):
 
 
 def test_compile_builds_the_fast_engine(monkeypatch):
-    """``serve --compile`` reaches the pipeline (a compiled engine's jobs: tests/server/test_scheduler.py)."""
+    """``serve --compile`` reaches the pipeline, which runs its steps before the app exists (a compiled
+    engine's jobs: tests/server/test_scheduler.py)."""
     import specdec.server as server
 
-    built = []
+    built, warmed = [], []
 
     class Recording(Pipeline):
         def __init__(self, *args, compile: bool = False, **kwargs):
             built.append(compile)
             super().__init__(*args, **kwargs)  # eager: compiling a tiny model here would only cost time
 
+        def generate(self, prompts, **kwargs):
+            warmed.append((built[-1], len(prompts)))
+            return super().generate(prompts, **kwargs)
+
     monkeypatch.setattr(server, "Pipeline", Recording)
-    build_app(MODEL, TOK, model_name="tiny", compile=True)
+    build_app(MODEL, TOK, drafter=PromptLookupDrafter(), model_name="tiny", compile=True)
     build_app(MODEL, TOK, model_name="tiny")
     assert built == [True, False]
+    assert warmed == [(True, 1), (True, 2)]  # its steps at one row and several, before it serves

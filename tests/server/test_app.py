@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 
 from specdec.decoders import BiLD
 from specdec.drafters import ModelDrafter, PromptLookupDrafter
+from specdec.engine import Engine
 from specdec.pipeline import Pipeline
 from specdec.server import build_app
 from tiny import make_llama, make_tokenizer
@@ -279,10 +280,13 @@ def test_the_page_is_served(client):
     assert "pieces" in client.get("/static/app.js").text
 
 
-def test_compile_builds_the_fast_engine(monkeypatch):
-    """``serve --compile`` reaches the pipeline, which runs its steps before the app exists (a compiled
-    engine's jobs: tests/server/test_scheduler.py)."""
+def test_compile_builds_the_fast_engine_and_warms_it_up(monkeypatch):
+    """``serve --compile`` reaches the pipeline and runs the warm-up before the app exists (what the
+    warm-up leaves to compile: tests/server/test_scheduler.py)."""
     import specdec.server as server
+
+    class HiddenReader(PromptLookupDrafter):
+        target_hidden_layers = (1, 2)
 
     built, warmed = [], []
 
@@ -291,12 +295,8 @@ def test_compile_builds_the_fast_engine(monkeypatch):
             built.append(compile)
             super().__init__(*args, **kwargs)  # eager: compiling a tiny model here would only cost time
 
-        def generate(self, prompts, **kwargs):
-            warmed.append((built[-1], len(prompts)))
-            return super().generate(prompts, **kwargs)
-
     monkeypatch.setattr(server, "Pipeline", Recording)
-    build_app(MODEL, TOK, drafter=PromptLookupDrafter(), model_name="tiny", compile=True)
-    build_app(MODEL, TOK, model_name="tiny")
-    assert built == [True, False]
-    assert warmed == [(True, 1), (True, 2)]  # its steps at one row and several, before it serves
+    monkeypatch.setattr(Engine, "warm_up_serving", lambda engine, hidden_layers: warmed.append(hidden_layers))
+    build_app(MODEL, TOK, drafter=HiddenReader(), model_name="tiny", compile=True)
+    build_app(MODEL, TOK, drafter=HiddenReader(), model_name="tiny")
+    assert built == [True, False] and warmed == [(1, 2)]  # with the hidden states its drafter reads

@@ -4,6 +4,7 @@ import queue
 import time
 
 import pytest
+from torch._dynamo.utils import counters
 
 from specdec.decoders import PlainDecoding, SpeculativeSampling, StopCriteria
 from specdec.drafters import PromptLookupDrafter
@@ -58,12 +59,16 @@ def make_jobs(outputs: queue.Queue, lengths: list[int], cap=None) -> list[Job]:
     ids=["plain", "sps", "sps-compiled"],
 )
 def test_every_job_gets_what_it_gets_alone(speculative, compile):
-    """Also on a compiled engine (``serve --compile``): rows join and leave its static steps."""
+    """Also on a compiled engine (``serve --compile``): rows join and leave its static steps, and after
+    the server's warm-up nothing is left to compile."""
     engine, outputs = Engine(MODEL, compile=compile), queue.Queue()
     drafter = PromptLookupDrafter() if speculative else None
     if drafter is not None:
         drafter.attach(engine)
     method = SpeculativeSampling(3) if speculative else PlainDecoding()
+    if compile:
+        engine.warm_up_serving()
+        graphs = counters["stats"]["unique_graphs"]
     scheduler = Scheduler(engine, drafter, method, max_batch=2)  # more jobs than rows: they queue
     scheduler.start()
     lengths = [5, 9, 3, 7, 6]
@@ -75,6 +80,8 @@ def test_every_job_gets_what_it_gets_alone(speculative, compile):
         assert tokens == alone(PROMPTS[i % len(PROMPTS)], n)
         assert got[i][-1].finish_reason in ("length", "eos")
     assert scheduler.counts == (0, 0) and scheduler.loop is None  # the bookkeeping starts over
+    if compile:
+        assert counters["stats"]["unique_graphs"] == graphs
 
 
 def test_a_cancelled_job_frees_its_row_and_the_rest_go_on():

@@ -146,10 +146,7 @@ class StaticSteps:
         """
         if self.cache is not None:
             return
-        config = self.config
-        heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
-        head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-        taken = {1, heads, head_dim, *widths, self.graphs.width if self.graphs else 1}
+        taken = self._model_sizes() | set(widths)
         capacity = 9
         while self._capacity_for(capacity) in taken:
             capacity += 1
@@ -166,6 +163,46 @@ class StaticSteps:
         finally:
             self.cache = None
             self._drop_graphs()
+
+    def _model_sizes(self) -> set[int]:
+        """Sizes a step's inputs always have (1, the heads, the head dimension, a graph's width), which a
+        scratch batch's sizes must avoid: dynamo's duck sizing gives equal sizes one symbol."""
+        config = self.config
+        heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        return {1, 2, heads, config.num_attention_heads, head_dim, self.graphs.width if self.graphs else 1}
+
+    @torch.inference_mode()
+    def warm_up_serving(self, hidden_layers: Sequence[int] = ()) -> None:
+        """Compile now the steps a server's batch meets, with ``hidden_layers`` (its drafter's): one row,
+        rows joining it (the cache then keeps spare rows), and one row left in that wider cache, each
+        with a one-token step and a verify block — shapes dynamo compiles apart. A server that skips
+        this compiles them under its first requests (~40 s each on a 2-core CPU). Nothing to do on an
+        eager engine."""
+        if (self.compiled is None and self.graphs is None) or self.cache is not None:
+            return
+        taken = self._model_sizes()
+        rows = next(r for r in range(3, 64) if r not in taken and graph_rows(r) not in taken)
+        extra = next(
+            n for n in range(24, 64) if self._capacity_for(8 + n) not in taken | {rows, graph_rows(rows)}
+        )
+        prompt, hidden = [0] * 8, tuple(hidden_layers)
+        try:
+            self.start([prompt], extra_slots=extra, hidden_layers=hidden)
+            self._step_and_block(hidden)
+            self.admit([prompt] * (rows - 1), hidden_layers=hidden)
+            self._step_and_block(hidden)
+            self.release(range(1, rows))
+            self._step_and_block(hidden)
+        finally:
+            self.cache = None
+            self._drop_graphs()
+
+    def _step_and_block(self, hidden_layers: tuple[int, ...]) -> None:
+        """A one-token step and a two-token block over the running batch."""
+        for width in (1, 2):
+            tokens = torch.zeros(self.batch_size, width, dtype=torch.long, device=self.device)
+            self.extend(tokens, hidden_layers=hidden_layers)
 
     def _static_layout(self, past, block, positions, first: int, run_width: int) -> tuple:
         """Inputs fixed in shape for (rows, run width, capacity): the mask ``[B, 1, run width, capacity]``

@@ -60,8 +60,8 @@ def build_app(
     method = make_method(method, drafter is not None) if drafter is not None else (method or PlainDecoding())
     if method.needs_drafter and drafter is None:
         raise InvalidArgumentError(f"method {method.name!r} needs a drafter")
-    if compile:
-        warm_up(pipeline, method)
+    if compile:  # the graphs the first requests need, compiled before they arrive
+        pipeline.engine.warm_up_serving(() if drafter is None else drafter.target_hidden_layers)
     metrics = Metrics()
     scheduler = Scheduler(
         pipeline.engine,
@@ -73,11 +73,3 @@ def build_app(
     )
     service = Service(pipeline, scheduler, metrics, model_name, names)
     return create_app(service, api_key=api_key, max_body_bytes=max_body_bytes)
-
-
-def warm_up(pipeline: Pipeline, method: DecodingMethod) -> None:
-    """Compile now what the first requests would: one row and several, one-token steps and verify blocks,
-    with the hidden states a drafter reads. On a CPU each graph takes ~40 s, which the first requests
-    would otherwise wait through (and time out in); what this misses compiles on first use."""
-    for rows in (1, 2):
-        pipeline.generate([[0] * 8] * rows, method=method, max_new_tokens=16)

@@ -122,7 +122,8 @@ class StaticSteps:
         a target step for as long a compile again, while the lean eager step serves a two-layer draft
         better (``benchmarks/COMPILE_PROBE.md``, ``benchmarks/COMPILE_PROBE_2026-11-27j.md``). ``warm_up``
         compiles now, on a scratch one-row batch, so no generation pays a compile midway (batches
-        of several rows, and passes returning hidden states, compile on first use).
+        of several rows, and passes returning hidden states, compile on first use, or in
+        :meth:`warm_up_serving`).
         """
         # Every compiled model's graphs share one dynamo cache (transformers' forward wrapper is one
         # function for all models of a kind), whose default limit of 8 entries a target and a draft
@@ -165,8 +166,9 @@ class StaticSteps:
             self._drop_graphs()
 
     def _model_sizes(self) -> set[int]:
-        """Sizes a step's inputs always have (1, the heads, the head dimension, a graph's width), which a
-        scratch batch's sizes must avoid: dynamo's duck sizing gives equal sizes one symbol."""
+        """Sizes a step's inputs have anyway (1 and 2: a one-token step and the first block; the heads, the
+        head dimension, a graph's width), which a scratch batch's sizes must avoid: dynamo's duck sizing
+        gives equal sizes one symbol, and a later size that breaks the tie compiles again."""
         config = self.config
         heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads

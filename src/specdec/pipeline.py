@@ -92,6 +92,12 @@ class Pipeline:
             drafter.attach(self.engine)
         self.vocab_size = output_vocab_size(model)
 
+    def warm_up(self) -> None:
+        """Compile now every shape a compiled engine's batches meet, with the hidden states this
+        pipeline's drafter reads (:meth:`~specdec.engine.Engine.warm_up_serving`), so that no request
+        waits through a compile; nothing to do without ``compile``."""
+        self.engine.warm_up_serving(() if self.drafter is None else self.drafter.target_hidden_layers)
+
     def with_drafter(self, drafter: Drafter) -> Pipeline:
         """A pipeline sharing this one's engine (and packed weights) with another drafter."""
         if not isinstance(drafter, Drafter):

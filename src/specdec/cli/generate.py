@@ -245,7 +245,7 @@ def run_generate(args: argparse.Namespace) -> None:
     with console.status("compiling the target's steps" if args.compile else "building the engine"):
         pipe = Pipeline(target.model, target.tokenizer, drafter=drafter, compile=args.compile)
         if args.compile:  # the drafter's passes too, so that --compare times steps, not compiles
-            pipe.engine.warm_up_serving(() if drafter is None else drafter.target_hidden_layers)
+            pipe.warm_up()
     # Both runs of --compare draw with the same seed, so even sampled texts can be compared.
     seed = secrets.randbits(32) if args.seed is None and args.compare else args.seed
     kwargs = dict(

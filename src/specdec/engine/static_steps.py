@@ -147,11 +147,7 @@ class StaticSteps:
         """
         if self.cache is not None:
             return
-        taken = self._model_sizes() | set(widths)
-        capacity = 9
-        while self._capacity_for(capacity) in taken:
-            capacity += 1
-        self.reset(1, capacity)
+        self.reset(1, self._untied_capacity(9, self._model_sizes() | set(widths)))
         try:
             for width in widths:
                 self.extend(torch.zeros(1, width, dtype=torch.long, device=self.device))
@@ -164,6 +160,12 @@ class StaticSteps:
         finally:
             self.cache = None
             self._drop_graphs()
+
+    def _untied_capacity(self, least: int, taken: set[int]) -> int:
+        """The smallest capacity wish from ``least`` on whose allocated slots are none of ``taken``."""
+        while self._capacity_for(least) in taken:
+            least += 1
+        return least
 
     def _model_sizes(self) -> set[int]:
         """Sizes a step's inputs have anyway (1 and 2: a one-token step and the first block; the heads, the
@@ -185,12 +187,10 @@ class StaticSteps:
             return
         taken = self._model_sizes()
         rows = next(r for r in range(3, 64) if r not in taken and graph_rows(r) not in taken)
-        extra = next(
-            n for n in range(24, 64) if self._capacity_for(8 + n) not in taken | {rows, graph_rows(rows)}
-        )
         prompt, hidden = [0] * 8, tuple(hidden_layers)
+        capacity = self._untied_capacity(len(prompt) + 24, taken | {rows, graph_rows(rows)})
         try:
-            self.start([prompt], extra_slots=extra, hidden_layers=hidden)
+            self.start([prompt], extra_slots=capacity - len(prompt), hidden_layers=hidden)
             self._step_and_block(hidden)
             self.admit([prompt] * (rows - 1), hidden_layers=hidden)
             self._step_and_block(hidden)

@@ -61,7 +61,7 @@ def build_app(
     if method.needs_drafter and drafter is None:
         raise InvalidArgumentError(f"method {method.name!r} needs a drafter")
     if compile:  # the graphs the first requests need, compiled before they arrive
-        pipeline.engine.warm_up_serving(() if drafter is None else drafter.target_hidden_layers)
+        pipeline.warm_up()
     metrics = Metrics()
     scheduler = Scheduler(
         pipeline.engine,

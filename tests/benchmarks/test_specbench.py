@@ -204,6 +204,29 @@ def test_fixed_gammas_run_beside_the_adaptive_policy_except_where_a_router_decid
     assert fixed_gammas("") == ()
 
 
+def test_fast_drafters_limit_the_fast_engine_to_the_ones_named():
+    drafters = {"a": PromptLookupDrafter(), "b": PromptLookupDrafter()}
+    engines = ("eager", "fast")
+    names = [m.name for m in plan_methods(drafters, [], False, engines=engines, fast_drafters=("b",))]
+    assert names == ["ours-plain", "ours-plain[fast]", "ours-sps[a]", "ours-sps[b]", "ours-sps[b, fast]"]
+    every = [m.name for m in plan_methods(drafters, [], False, engines=engines)]
+    assert "ours-sps[a, fast]" in every and "ours-sps[b, fast]" in every
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ("--fast-drafters prompt-lookup", "needs --engine with fast"),
+        ("--engine eager,fast --fast-drafters first-1", "not in --drafters: first-1"),
+    ],
+)
+def test_bad_fast_drafters_are_a_clear_error(tmp_path, tiny_model_dir, capsys, options, message):
+    questions = write_questions(tmp_path / "q.jsonl", per_category=1)
+    args = f"bench spec --model {tiny_model_dir} --spec-bench {questions} --limit 1 --drafters prompt-lookup"
+    assert main([*args.split(), *options.split(), "--out", str(tmp_path / "r.json")]) == 2
+    assert message in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("text", ["0", "two", "3,-1", "2.5"])
 def test_a_bad_fixed_gamma_is_a_clear_error(text):
     with pytest.raises(argparse.ArgumentTypeError, match="γ values >= 1"):

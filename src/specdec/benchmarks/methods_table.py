@@ -79,25 +79,33 @@ TASK_NAMES = {
 }
 
 
+def compiled(row: tuple[str, str, str, str]) -> tuple[str, str, str, str]:
+    """The same row on the fast engine (``--compile``; ``bench spec --engine eager,fast``)."""
+    name, key, how, needs = row
+    key = "ours-plain[fast]" if key == "ours-plain" else key.removesuffix("]") + ", fast]"
+    return f"{name}, compiled", key, f"{how} `--compile`", needs
+
+
 def methods_table(report: dict) -> str:
     """Speed over our plain decoding (all prompts, with the run's 95 % interval, and per task) and over HF
-    ``generate``, for every row the run has."""
+    ``generate``, for every row the run has; a row the run also has on the fast engine follows its eager
+    one, compared with plain decoding on the fast engine (both sides compiled)."""
     summary = report["summary"]
     tasks = [t for t in SPEC_BENCH_TASKS if t in summary["ours-plain"]["by_task"]]
     head = ["method", "how", "needs", "× our plain [95 %]", "× HF generate", *(TASK_NAMES[t] for t in tasks)]
     lines = ["| " + " | ".join(head) + " |", "|---|---|---|" + "---:|" * (len(head) - 3)]
-    plain = summary["ours-plain"]["by_task"]
     default = f"ours-sps[{BEST_DRAFTERS['smollm2-135m']}]"  # what `generate` speculates with
-    for name, key, how, needs in ROWS:
-        if key not in summary:
-            continue
-        s = summary[key]
-        low, high = s["speedup_vs_ours_plain_ci95"]
-        how = f"{how} (default)" if key == default else how
-        cells = [name, how, needs, f"{s['speedup_vs_ours_plain']:.2f}× [{low:.2f}, {high:.2f}]"]
-        cells.append(f"{s['speedup_vs_hf_plain']:.2f}×" if s.get("speedup_vs_hf_plain") else "–")
-        cells += [f"{s['by_task'][t] / plain[t]:.2f}×" for t in tasks]
-        lines.append("| " + " | ".join(cells) + " |")
+    for row in ROWS:
+        for fast, (name, key, how, needs) in enumerate((row, compiled(row))):
+            if key not in summary:
+                continue
+            s, plain = summary[key], summary["ours-plain[fast]" if fast else "ours-plain"]["by_task"]
+            low, high = s["speedup_vs_ours_plain_ci95"]
+            how = f"{how} (default)" if key == default else how
+            cells = [name, how, needs, f"{s['speedup_vs_ours_plain']:.2f}× [{low:.2f}, {high:.2f}]"]
+            cells.append(f"{s['speedup_vs_hf_plain']:.2f}×" if s.get("speedup_vs_hf_plain") else "–")
+            cells += [f"{s['by_task'][t] / plain[t]:.2f}×" for t in tasks]
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

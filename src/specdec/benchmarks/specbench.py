@@ -68,6 +68,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "is reported)",
     )
     parser.add_argument(
+        "--fast-drafters",
+        default=None,
+        help="with --engine eager,fast: only these drafters (comma-separated, from --drafters) run on the "
+        "fast engine too, beside its plain decoding (default: every drafter)",
+    )
+    parser.add_argument(
         "--hf-compile",
         action="store_true",
         help="also run HF generate with a static cache and its decoding step under torch.compile "
@@ -151,11 +157,13 @@ def plan_methods(
     hf_compile: bool = False,
     engines: tuple[str, ...] = ("eager",),
     fixed_gammas: tuple[int, ...] = (),
+    fast_drafters: tuple[str, ...] | None = None,
 ) -> list[BenchMethod]:
     """Every method of the run. A drafter with its own block-length router (``tandem+router:``) runs at
     a fixed γ_max that the router cuts short; every other drafter under the adaptive γ policy, and at
-    each of ``fixed_gammas``. Our methods run once per engine; the eager engine's rows keep their plain
-    names."""
+    each of ``fixed_gammas``. Our methods run once per engine (the fast one: only ``fast_drafters``
+    where given, since each costs compiles and a full pass over the prompts); the eager engine's rows
+    keep their plain names."""
     methods = [BenchMethod("hf-plain", "hf-plain")] if with_hf else []
     if with_hf and hf_compile:
         methods.append(BenchMethod("hf-static-compile", "hf-static-compile"))
@@ -168,6 +176,8 @@ def plan_methods(
         routed = getattr(drafter, "router", None) is not None
         cap = f", γ ≤ {router_gamma_max}" if routed else ""
         for engine in engines:
+            if engine == "fast" and fast_drafters is not None and spec not in fast_drafters:
+                continue
             tag = "" if engine == "eager" else f", {engine}"
             for rule in verify:
                 suffix = ("" if rule == "coupled" else f", {rule}") + cap + tag
@@ -198,6 +208,19 @@ def rotated(methods: list[BenchMethod], turn: int) -> list[BenchMethod]:
     """Every method, starting at a different one each prompt, so none always runs first or last."""
     k = turn % len(methods)
     return methods[k:] + methods[:k]
+
+
+def fast_only(args: argparse.Namespace, drafters: dict) -> tuple[str, ...] | None:
+    """``--fast-drafters``, checked against the run's engines and drafters (None: every drafter)."""
+    if args.fast_drafters is None:
+        return None
+    chosen = tuple(spec for spec in args.fast_drafters.split(",") if spec)
+    if "fast" not in args.engine.split(","):
+        raise InvalidArgumentError("--fast-drafters needs --engine with fast in it (e.g. eager,fast)")
+    unknown = [spec for spec in chosen if spec not in drafters]
+    if unknown:
+        raise InvalidArgumentError(f"--fast-drafters names drafters not in --drafters: {', '.join(unknown)}")
+    return chosen
 
 
 def output_paths(args: argparse.Namespace) -> tuple[Path, Path]:
@@ -245,7 +268,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
     with_hf = not args.no_hf and not sampled
     heuristic_for = [d for d in args.heuristic_for.split(",") if d]
     options = (args.router_gamma_max, args.hf_compile, engines, args.fixed_gamma)
-    methods = plan_methods(drafters, heuristic_for, with_hf, verify, *options)
+    methods = plan_methods(drafters, heuristic_for, with_hf, verify, *options, fast_only(args, drafters))
 
     def encode(text: str) -> list[int]:
         ids = loaded.tokenizer.apply_chat_template(

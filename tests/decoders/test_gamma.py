@@ -316,7 +316,7 @@ def test_position_acceptance_counts_the_rows_that_reached_and_kept_each_position
     positions 2 and 3 (two and one kept them). With no shrinkage, α_k is exactly those shares."""
     policy = AdaptiveGamma(max_gamma=4)
     policy.update(StepResult(3, [0, 2, 3], [3, 3, 3], 0.05, 0.0, rows=3, asked=3))
-    reached = [[round(3 * r, 9), round(3 * k, 9)] for r, k in policy._reached]
+    reached = [[round(3 * r, 9), round(3 * k, 9)] for r, k in policy.positions.sums]
     assert reached == [[3, 2], [2, 2], [2, 1], [0, 0]]
 
 
@@ -351,7 +351,7 @@ class GeometricRuns(AdaptiveGamma):
     """The negative control: prices drafts as geometric runs of the pooled α (the policy before
     per-position acceptance)."""
 
-    def tokens_per_call(self, gamma: int) -> float:
+    def tokens_per_call(self, gamma: int, width: int = 1) -> float:
         return expected_tokens(self.alpha, gamma)
 
 

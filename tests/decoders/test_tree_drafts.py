@@ -6,6 +6,7 @@ import pytest
 
 from conftest import PROMPTS
 from specdec.decoders import BiLD, SpeculativeSampling
+from specdec.decoders.gamma import FixedGamma
 from specdec.drafters import ModelDrafter
 from specdec.drafters.factory import make_drafter
 from specdec.errors import InvalidArgumentError
@@ -42,6 +43,29 @@ def test_top_k_trees_are_lossless(cached, tok, plain, draft, width, gamma):
     )
     rejection = SpeculativeSampling(gamma, "rejection")
     assert pipe.generate(PROMPTS, method=rejection, max_new_tokens=24).token_ids == plain["greedy"].token_ids
+
+
+class Alternating(FixedGamma):
+    """Verifies the whole tree one step, its chain alone the next."""
+
+    def next_gamma(self, batch_size: int = 1) -> int:
+        self.siblings = not self.siblings
+        return self.gamma
+
+
+@pytest.mark.parametrize("verify", ["coupled", "rejection"])
+def test_a_tree_verified_whole_or_by_its_chain_alone_step_by_step_is_lossless(cached, tok, plain, verify):
+    """The γ policy may verify a chain-first tree's chain alone (its siblings cost every row a block
+    column at many rows); the drafter's state stays in step whichever the last step verified."""
+    from specdec.models.surgery import truncated_copy
+
+    drafter = ModelDrafter(truncated_copy(cached.target, 2), tok, tree_width=3)
+    pipe = Pipeline(cached.target, tok, drafter=drafter)
+    method = SpeculativeSampling(Alternating(3), verify)
+    assert pipe.generate(PROMPTS, method=method, max_new_tokens=24).token_ids == plain["greedy"].token_ids
+    if verify == "coupled":
+        sampled = pipe.generate(PROMPTS, method=method, max_new_tokens=24, **SAMPLING)
+        assert sampled.token_ids == plain["sampled"].token_ids
 
 
 def test_siblings_get_accepted_and_count(cached, tok, plain):

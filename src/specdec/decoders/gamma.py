@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specdec.decoders.acceptance import PositionAcceptance
 from specdec.decoders.costs import CallCosts, batch_bucket, nearest_bucket
+from specdec.decoders.siblings import ChainOutcome, Rescues
 from specdec.errors import InvalidArgumentError
 
 
@@ -45,6 +47,13 @@ class StepResult:
     draft_time: float
     rows: int = 1  # the batch size the step ran at
     asked: int | None = None  # the γ the policy asked for (None: ``gamma``); 0 for a plain step
+    # A tree drafter's step: the nodes per draft position it proposed (k for a tree of k·γ nodes), the
+    # positions after the pending token its verified block held (None: ``gamma``; a tree's whole k·γ, or γ
+    # where only its chain was verified), and for a chain-first tree, per row whether a sibling rescued a
+    # miss of the chain (None: no such tree; ``accepted`` then counts the chain's nodes only).
+    width: int = 1
+    nodes: int | None = None
+    rescued: list[bool] | None = None
 
 
 class GammaPolicy:
@@ -54,6 +63,8 @@ class GammaPolicy:
     max_gamma: int
     #: the γ the next step should draft
     gamma: int
+    #: whether the next step verifies a chain-first tree's siblings (False: its chain alone)
+    siblings: bool = True
 
     def next_gamma(self, batch_size: int = 1) -> int:
         """γ for a step over ``batch_size`` rows."""
@@ -103,26 +114,31 @@ MAX_PROBE_WAIT = 256  # plain steps between probes of a drafter that keeps faili
 # costs about a plain step (16 rows and more there) a perfect drafter gains nothing, so a gain
 # within the drift is noise, and each probe there cost one to eight plain steps (2026-11-24 trace).
 PROBE_MARGIN = 0.1
-# Rows' worth of evidence a draft position's acceptance estimate borrows from the position before it.
-SHRINK = 2.0
 
 
 class AdaptiveGamma(GammaPolicy):
     """Pick the γ (0: a plain step) that maximises tokens per second at the step's batch size, online.
 
-    For ``B`` rows, drafting γ tokens brings B · (1 + ρ(E(γ) − 1)) tokens (E(γ) = 1 + Σ_k Π_{j≤k} α_j with
-    α_k the decayed share of rows that kept draft position k among those that reached it, see
-    :meth:`position_acceptance`; ρ the share of the asked-for draft tokens the drafter does propose — a
-    prompt lookup finds no match on many rows) for T(B(γ+1)) + γ · T_draft(B); a plain step brings B for
-    T(B). T is one curve over the tokens a call computes (:class:`CallCosts`), fed by every step, plain
-    ones included; T_draft the time per drafted position, a curve over the rows drafted for. At one row a
-    verify block is nearly free and speculation pays; at many rows each block column costs about a plain
-    step and it does not: the policy switches itself off there, and back on when the batch shrinks, at the
-    batch size this machine and drafter call for rather than at a fixed cut-off. It starts with a plain
-    step (nothing timed yet) and widens blocks by doublings as the curve's optimism invites, so learning a
-    new batch size costs a step about twice a plain one, not a wide block. Timing feedback makes the γ
-    schedule depend on the machine and the load; the text does not (greedy, and coupled sampling, emit the
-    target's own choice at every position whatever γ is).
+    For ``B`` rows, drafting γ tokens brings B · (1 + ρ(E(γ) − 1)) tokens (E(γ) = 1 + Σ_k Π_{j≤k} α_j with α_k
+    the decayed share of rows that kept draft position k among those that reached it, see
+    :class:`~specdec.decoders.acceptance.PositionAcceptance`; ρ the share of the asked-for draft tokens the
+    drafter does propose — a prompt lookup finds no match on many rows) for T(B(γ+1)) + γ · T_draft(B); a
+    plain step brings B for T(B). T is one curve over the tokens a call computes (:class:`CallCosts`), fed by
+    every step, plain ones included; T_draft the time per drafted position, a curve over the rows drafted for.
+    At one row a verify block is nearly free and speculation pays; at many rows each block column costs about
+    a plain step and it does not: the policy switches itself off there, and back on when the batch shrinks, at
+    the batch size this machine and drafter call for rather than at a fixed cut-off. It starts with a plain
+    step (nothing timed yet) and widens blocks by doublings as the curve's optimism invites, so learning a new
+    batch size costs a step about twice a plain one, not a wide block. Timing feedback makes the γ schedule
+    depend on the machine and the load; the text does not (greedy, and coupled sampling, emit the target's own
+    choice at every position whatever γ is).
+
+    A drafter of top-k trees (k nodes per draft position, its chain first) is priced both ways each step:
+    the chain alone, T(B(γ+1)), or the whole tree, T(B(kγ+1)) for E(γ) plus one token per row wherever
+    the chain misses at a depth whose siblings hold the target's token (:mod:`~specdec.decoders.siblings`,
+    learnt from every step, chain-only ones too), and :attr:`siblings` says which the step verifies: the
+    tree on one row, where its extra nodes ride along for free, its chain at many rows, where each node
+    costs every row a block column.
     """
 
     def __init__(
@@ -147,8 +163,7 @@ class AdaptiveGamma(GammaPolicy):
         self.probe_every = check_gamma(probe_every, "probe_every")
         self._probe_wait, self._since_probe, self._probing = self.probe_every, 0, False
         self.accepted, self.rejected = 4.0, 1.0  # prior: α ≈ 0.8 until evidence arrives
-        # draft position k + 1 -> decayed [Σ rows that reached it, Σ rows that kept it]
-        self._reached = [[0.0, 0.0] for _ in range(self.max_gamma)]
+        self.positions = PositionAcceptance(self.max_gamma, self.alpha_decay)
         self.asked, self.proposed = 1.0, 1.0  # prior: the drafter proposes what it is asked for
         self.call_time = CallCosts(decay)
         # seconds per drafted position over the rows drafted for: a drafter call computes one token per
@@ -158,31 +173,26 @@ class AdaptiveGamma(GammaPolicy):
         self.draft_cost = CallCosts(decay, flat_above=True)
         self._drafted: dict[int, list[float]] = {}  # batch bucket -> decayed [Σ steps asked, Σ drafted]
         self.gamma = 0
+        # the drafter's trees, as its drafting steps show them: nodes per draft position, and whether
+        # their chain can be verified alone (chain-first); misses of that chain its siblings rescued
+        self.tree_width, self.chain_first, self.rescues = 1, False, Rescues(self.max_gamma, self.alpha_decay)
 
     @property
     def alpha(self) -> float:
         return self.accepted / (self.accepted + self.rejected)
 
     def position_acceptance(self) -> list[float]:
-        """α_k for draft positions k = 1 … max_gamma: of the rows that reached position k (kept every
-        earlier one and were proposed a k-th), the decayed share that kept it; shrunk towards α_(k−1)
-        (α_1 towards the pooled :attr:`alpha`) by ``SHRINK`` rows' worth, so a position seldom reached
-        borrows its neighbour's estimate.
+        """α_k for draft positions k = 1 … max_gamma, the first shrunk towards the pooled :attr:`alpha`."""
+        return self.positions.rates(self.alpha)
 
-        Acceptance is not a geometric run: a prompt lookup's copy, once its first token is right, goes
-        on being right (measured on the results page: 1.67 tokens per target call at α 0.21 and γ 3.1,
-        where a geometric run gives 1.26), and a trained drafter's easy spans do the same. Priced as
-        geometric, long drafts look worth less than they are and the policy drafts too little."""
-        estimates, previous = [], self.alpha
-        for reached, kept in self._reached:
-            previous = (kept + SHRINK * previous) / (reached + SHRINK)
-            estimates.append(previous)
-        return estimates
-
-    def tokens_per_call(self, gamma: int) -> float:
-        """E(γ) from the per-position acceptance: 1 + Σ_{k ≤ γ} Π_{j ≤ k} α_j."""
+    def tokens_per_call(self, gamma: int, width: int = 1) -> float:
+        """E(γ) from the per-position acceptance: 1 + Σ_{k ≤ γ} Π_{j ≤ k} α_j; for a chain-first tree of
+        ``width`` > 1 also Σ_k Π_{j < k} α_j · (1 − α_k) · r_k, a sibling's rescue at the chain's miss."""
+        rescue = self.rescues.rates() if width > 1 and self.chain_first else None
         total, run = 1.0, 1.0
-        for alpha in self.position_acceptance()[:gamma]:
+        for k, alpha in enumerate(self.position_acceptance()[:gamma]):
+            if rescue:
+                total += run * (1.0 - alpha) * rescue[k]
             run *= alpha
             total += run
         return total
@@ -205,30 +215,43 @@ class AdaptiveGamma(GammaPolicy):
         return self.draft_cost(rows) or 0.0
 
     def rate(
-        self, gamma: int, rows: int, alpha: float | None = None, rho: float | None = None
+        self, gamma: int, rows: int, alpha: float | None = None, rho: float | None = None, width: int = 1
     ) -> float | None:
-        """Estimated tokens per second of a step of ``gamma`` at ``rows`` rows (None before any timing);
-        ``alpha`` prices the drafts as a geometric run of that acceptance instead of the measured one."""
+        """Estimated tokens per second of a step of ``gamma`` at ``rows`` rows (None before any timing),
+        verifying ``width`` nodes per draft position; ``alpha`` prices the drafts as a geometric run of
+        that acceptance instead of the measured one."""
         rho = self.proposal_rate if rho is None else rho
-        verify, plain = self.call_time(rows * (gamma + 1)), self.call_time(rows)
+        verify, plain = self.call_time(rows * (width * gamma + 1)), self.call_time(rows)
         if verify is None:
             return None
         verify = max(verify, plain)  # noise must not price a block under a plain step of its rows
         # A step where no row proposes anything (a prompt lookup without a match) is a plain call.
         drafted = self.drafting_share(rows) if gamma else 0.0
         verify = drafted * verify + (1.0 - drafted) * plain
-        expected = self.tokens_per_call(gamma) if alpha is None else expected_tokens(alpha, gamma)
+        expected = self.tokens_per_call(gamma, width) if alpha is None else expected_tokens(alpha, gamma)
         per_row = 1.0 + rho * (expected - 1.0)
         return rows * per_row / max(verify + gamma * self.draft_time(rows), 1e-9)
 
+    def widths(self) -> tuple[int, ...]:
+        """Nodes per draft position a step may verify: the drafter's trees' (1 for a chain drafter), or
+        for chain-first trees that or their chain alone."""
+        if self.tree_width == 1:
+            return (1,)
+        return (1, self.tree_width) if self.chain_first else (self.tree_width,)
+
     def next_gamma(self, batch_size: int = 1) -> int:
         rows = max(1, batch_size)
-        rates = {g: self.rate(g, rows) for g in range(self.max_gamma + 1)}
+        rates, width = {}, {}  # per γ: the best rate over the widths, and that width
+        for g in range(self.max_gamma + 1):
+            options = {w: self.rate(g, rows, width=w) for w in (self.widths() if g else (1,))}
+            width[g] = max(options, key=lambda w: options[w] or 0.0)
+            rates[g] = options[width[g]]
         self._probing = False
         if rates[0] is None:  # nothing timed yet: a plain step, the cheapest call to learn from
             self.gamma = 0
             return 0
         self.gamma = max(rates, key=rates.get)
+        self.siblings = width[self.gamma] > 1
         if self.gamma:
             self._probe_wait, self._since_probe = self.probe_every, 0  # drafting pays again
             return self.gamma
@@ -239,12 +262,14 @@ class AdaptiveGamma(GammaPolicy):
             # on the reference CPU γ = 1 was the slowest block per token with transformers' attention (a
             # 2-token call cost 17-21 % over a step, a 5-token one 4-8 %).
             self._probing = True
-            return max(range(1, self.max_gamma + 1), key=rates.get)
+            probe = max(range(1, self.max_gamma + 1), key=rates.get)
+            self.siblings = width[probe] > 1
+            return probe
         return 0
 
     def update(self, step: StepResult) -> None:
         d, rows = self.decay, max(1, step.rows)
-        self.call_time.add(rows * (step.gamma + 1), step.verify_time)
+        self.call_time.add(rows * ((step.gamma if step.nodes is None else step.nodes) + 1), step.verify_time)
         asked = step.gamma if step.asked is None else step.asked
         if not asked:
             return  # a plain step says nothing about the drafter
@@ -257,25 +282,14 @@ class AdaptiveGamma(GammaPolicy):
         share[0], share[1] = d * share[0] + 1.0, d * share[1] + (step.gamma > 0)
         if not step.gamma:
             return  # asked, but no row proposed anything
+        self.tree_width, self.chain_first = step.width, step.rescued is not None
+        if step.rescued is not None:
+            self.rescues.count(ChainOutcome(step.accepted, step.rescued), step.proposed, per_row)
         self.accepted = self.alpha_decay * self.accepted + sum(step.accepted) / per_row
         rejections = sum(a < p for a, p in zip(step.accepted, step.proposed, strict=True))
         self.rejected = self.alpha_decay * self.rejected + rejections / per_row
-        self._count_positions(step.accepted, step.proposed, per_row)
+        self.positions.count(step.accepted, step.proposed, per_row)
         self.draft_cost.add(rows, step.draft_time / step.gamma)
-
-    def _count_positions(self, accepted: list[int], proposed: list[int], per_row: int) -> None:
-        """Decay every position's counts, then count the rows that reached and kept each position."""
-        depth = self.max_gamma + 1
-        reached, kept = [0] * depth, [0] * depth  # rows whose run reached / kept exactly this many
-        for accepted_row, offered in zip(accepted, proposed, strict=True):
-            reached[min(offered, accepted_row + 1, self.max_gamma)] += 1
-            kept[min(accepted_row, self.max_gamma)] += 1
-        beyond_reached = beyond_kept = 0  # rows that reached / kept position k + 1 or further
-        for k in reversed(range(self.max_gamma)):
-            beyond_reached, beyond_kept = beyond_reached + reached[k + 1], beyond_kept + kept[k + 1]
-            sums = self._reached[k]
-            sums[0] = self.alpha_decay * sums[0] + beyond_reached / per_row
-            sums[1] = self.alpha_decay * sums[1] + beyond_kept / per_row
 
     def __repr__(self) -> str:
         return "adaptive"

@@ -21,6 +21,7 @@ import torch
 from specdec.decoders.blocks import accepted_nodes, cap, keep_settled, provenance, verify_block
 from specdec.decoders.common import DecodeResult, Request, context_full, finish, target_choice
 from specdec.decoders.gamma import GammaPolicy, StepResult
+from specdec.decoders.siblings import chain_outcome
 from specdec.decoders.stats import GenerationStats
 from specdec.decoders.stopping import GREEDY, Rows, StopCriteria
 from specdec.drafters import Draft, Drafter, Feedback
@@ -201,23 +202,28 @@ class DraftVerifyLoop:
             return out
         draws, sampling = rows.draws(), rows.sampling()
         spent = self.stats.draft_time
-        gamma, draft = self._propose(sampling, draws)
+        gamma, draft, tree = self._propose(sampling, draws)
         began, upkeep = time.perf_counter(), self.target.upkeep_seconds
         result = self._verify(draft, sampling, draws)
         verify_time = time.perf_counter() - began - (self.target.upkeep_seconds - upkeep)  # not the cache's
-        self._learn(gamma, draft, result, self.stats.draft_time - spent, verify_time)
+        self._learn(gamma, draft, result, (self.stats.draft_time - spent, verify_time), tree)
         return self._emit(draft, result)
 
-    def _propose(self, sampling: Sampling, draws: Draws) -> tuple[int, Draft]:
-        """γ for this step and the drafter's guesses, each row's cut to what it can use."""
+    def _propose(self, sampling: Sampling, draws: Draws) -> tuple[int, Draft, Draft | None]:
+        """γ for this step, the draft it verifies (each row's cut to what it can use) and the chain-first
+        tree that draft came from (None: not one), whose chain alone is verified where the γ policy
+        says its siblings do not pay."""
         rows, target = self.rows, self.target
         usable = None if self.policy is None else usable_lengths(rows, target)  # None: plain decoding
         gamma = 0 if usable is None else draft_length(self._source_policy(), usable, target, self.drafter)
         with self.stats.timed("draft_time", target.device):
             draft = self.drafter.propose(gamma, sampling, draws, min_confidence=self.row_thresholds(0))
+        tree = draft if draft.chain_first else None
+        if tree is not None and not self._step_policy.siblings:
+            draft = tree.chain()
         if draft.gamma and draft.extra is None:
             draft = cap(draft, usable)  # short, stopped or over-budget drafts: don't verify padding
-        return gamma, draft
+        return gamma, draft, tree
 
     def _source_policy(self) -> GammaPolicy:
         """The γ policy of the source that drafts this step (see ``policies``)."""
@@ -244,9 +250,11 @@ class DraftVerifyLoop:
         drafter.update(Feedback(result.num_accepted, result.next_token, out, path))
         return result
 
-    def _learn(self, gamma: int, draft: Draft, result, draft_time: float, verify_time: float) -> None:
-        """Count the step, and tell the γ policy what it asked for, what that cost and what it brought
-        (plain steps too: they time a plain call at this batch size)."""
+    def _learn(
+        self, gamma: int, draft: Draft, result, times: tuple[float, float], tree: Draft | None
+    ) -> None:
+        """Count the step, and tell the γ policy what it asked for, what that cost (``times``: drafting,
+        verifying) and what it brought (plain steps too: they time a plain call at this batch size)."""
         lengths, accepted = draft.row_lengths(), result.num_accepted
         self.stats.count_step(gamma, lengths, accepted)
         if self.policy is None or self.drafter.block_positions:  # plain decoding; a tree's own shape
@@ -255,10 +263,24 @@ class DraftVerifyLoop:
         depths = torch.full_like(lengths, gamma)
         if not chain and draft.depth_caps is not None:  # rows capped below it could keep fewer
             depths = depths.clamp(max=draft.depth_caps)
-        depth, depths = (draft.gamma, lengths) if chain else (gamma, depths)
-        kept, drafted = accepted.tolist(), depths.tolist()
+        depth, drafted = (draft.gamma, lengths.tolist()) if chain else (gamma, depths.tolist())
+        outcome = chain_outcome(tree, draft, result, drafted)  # a chain-first tree's chain, and rescues
+        proposed = tree if tree is not None else draft  # the drafter's whole proposal
+        width = proposed.gamma // max(1, gamma) if proposed.parents is not None else 1
+        draft_time, verify_time = times
         self._step_policy.update(
-            StepResult(depth, kept, drafted, verify_time, draft_time, len(kept), asked=gamma)
+            StepResult(
+                depth,
+                outcome.kept,
+                drafted,
+                verify_time,
+                draft_time,
+                len(drafted),
+                asked=gamma,
+                width=width,
+                nodes=draft.gamma,
+                rescued=outcome.rescued,
+            )
         )
 
     def _emit(self, draft: Draft, result: Verification | TreeVerification) -> list[StepOutput]:

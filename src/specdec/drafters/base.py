@@ -45,10 +45,34 @@ class Draft:
     # A tree's deepest node each row may keep ([B]: its usable draft length, a request's draft cap or
     # budget); None: any. A chain is cut to its rows' lengths instead.
     depth_caps: torch.Tensor | None = None
+    # A tree whose first nodes are its drafter's chain (node i the child of node i − 1) and whose other
+    # nodes are leaves beside chain nodes (a top-k tree): a step may verify the chain alone (:meth:`chain`)
+    # and still learn what the siblings would have brought (:meth:`sibling_tokens`).
+    chain_first: bool = False
 
     @property
     def gamma(self) -> int:
         return self.tokens.shape[1]
+
+    @property
+    def chain_depth(self) -> int:
+        """How many nodes of a chain-first tree make its chain."""
+        parents = self.parents or ()
+        return next((i for i, p in enumerate(parents) if p != i - 1), len(parents))
+
+    def chain(self) -> Draft:
+        """A chain-first tree's chain alone, as a chain draft (its siblings dropped)."""
+        depth = self.chain_depth
+        probs = None if self.probs is None else self.probs[:, :depth]
+        return Draft(self.tokens[:, :depth], probs)
+
+    def sibling_tokens(self, depth: int) -> torch.Tensor:
+        """``[B, k]``: a chain-first tree's leaves beside its chain node ``depth`` (0-based), the
+        alternatives to that node (k may be 0)."""
+        parents = self.parents or ()
+        parent = depth - 1
+        nodes = [i for i in range(self.chain_depth, len(parents)) if parents[i] == parent]
+        return self.tokens[:, nodes]
 
     def row_lengths(self) -> torch.Tensor:
         if self.lengths is None:

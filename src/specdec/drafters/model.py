@@ -35,7 +35,7 @@ def with_siblings(run: DraftRun, width: int) -> Draft:
     if chain.probs is not None:
         siblings = torch.nn.functional.one_hot(tokens[:, gamma:], chain.probs.shape[-1])
         probs = torch.cat([chain.probs, siblings.to(chain.probs.device, chain.probs.dtype)], dim=1)
-    return Draft(tokens, probs, parents=tuple(parents))
+    return Draft(tokens, probs, parents=tuple(parents), chain_first=True)
 
 
 class ModelDrafter(SmallModelDrafter):

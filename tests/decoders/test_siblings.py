@@ -75,11 +75,10 @@ def test_rescue_rates_count_misses_within_reach_and_shrink_towards_the_depth_bef
     assert rescues.rates() == pytest.approx([RESCUE_PRIOR] * 3)
     # rows: missed at depth 1 and rescued, missed at depth 1, missed at depth 2 and rescued, kept all 3,
     # and one whose reach (1) ended before any miss
-    outcome = ChainOutcome([0, 0, 1, 3, 1], [True, False, True, False, False])
-    rescues.count(outcome, depths=[3, 3, 3, 3, 1], per_row=1)
+    rescues.count([0, 0, 1, 3, 1], [3, 3, 3, 3, 1], [True, False, True, False, False], per_row=1)
     first = (1 + SHRINK * RESCUE_PRIOR) / (2 + SHRINK)
     second = (1 + SHRINK * first) / (1 + SHRINK)
     assert rescues.rates() == pytest.approx([first, second, second])
-    rescues.count(ChainOutcome([], []), depths=[], per_row=1)  # a step: every count halves
+    rescues.count([], [], [], per_row=1)  # a step with no row: every count halves
     halved = (0.5 + SHRINK * RESCUE_PRIOR) / (1 + SHRINK)
     assert rescues.rates()[0] == pytest.approx(halved)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from specdec.decoders.acceptance import PositionAcceptance
 from specdec.decoders.costs import CallCosts, batch_bucket, nearest_bucket
-from specdec.decoders.siblings import ChainOutcome, Rescues
+from specdec.decoders.siblings import Rescues
 from specdec.errors import InvalidArgumentError
 
 
@@ -284,7 +284,7 @@ class AdaptiveGamma(GammaPolicy):
             return  # asked, but no row proposed anything
         self.tree_width, self.chain_first = step.width, step.rescued is not None
         if step.rescued is not None:
-            self.rescues.count(ChainOutcome(step.accepted, step.rescued), step.proposed, per_row)
+            self.rescues.count(step.accepted, step.proposed, step.rescued, per_row)
         self.accepted = self.alpha_decay * self.accepted + sum(step.accepted) / per_row
         rejections = sum(a < p for a, p in zip(step.accepted, step.proposed, strict=True))
         self.rejected = self.alpha_decay * self.rejected + rejections / per_row

@@ -64,14 +64,14 @@ class Rescues:
         self.decay = decay
         self._sums = [[0.0, 0.0] for _ in range(max_gamma)]  # depth k + 1 -> [Σ missed, Σ rescued]
 
-    def count(self, outcome: ChainOutcome, depths: list[int], per_row: int) -> None:
-        """Age every depth's counts, then count the rows whose chain missed within their reach."""
+    def count(self, kept: list[int], depths: list[int], saved: list[bool], per_row: int) -> None:
+        """Age every depth's counts, then count the rows whose chain (``kept`` nodes of ``depths``) missed
+        within their reach, and of them the ones a sibling ``saved``."""
         missed, rescued = [0] * len(self._sums), [0] * len(self._sums)
-        flags = outcome.rescued or []
-        for kept, depth, saved in zip(outcome.kept, depths, flags, strict=True):
-            if kept < min(depth, len(self._sums)):
-                missed[kept] += 1
-                rescued[kept] += saved
+        for kept_row, depth, saved_row in zip(kept, depths, saved, strict=True):
+            if kept_row < min(depth, len(self._sums)):
+                missed[kept_row] += 1
+                rescued[kept_row] += saved_row
         for sums, m, r in zip(self._sums, missed, rescued, strict=True):
             sums[0] = self.decay * sums[0] + m / per_row
             sums[1] = self.decay * sums[1] + r / per_row

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from specdec.decoders.acceptance import SHRINK
 from specdec.drafters import Draft
+from specdec.drafters.model import chain_kept
 from specdec.sampling import TreeVerification, Verification
 
 # The rescue rate a depth is assumed to have before any row was rejected there: what a top-2 tree of the
@@ -45,10 +46,7 @@ def chain_outcome(
         return ChainOutcome(accepted)
     if isinstance(result, TreeVerification):  # the whole tree: a kept sibling ends its path
         chain = tree.chain_depth
-        kept = []
-        for row, n in enumerate(accepted):
-            nodes = result.path[row, :n].tolist()
-            kept.append(next((j for j, node in enumerate(nodes) if node != j or node >= chain), n))
+        kept = [chain_kept(result.path[row, :n].tolist(), chain) for row, n in enumerate(accepted)]
         return ChainOutcome(kept, [n > k for n, k in zip(accepted, kept, strict=True)])
     rescued = []
     for row, k in enumerate(accepted):  # the chain alone: was the target's token a sibling at the miss?

@@ -38,6 +38,12 @@ def with_siblings(run: DraftRun, width: int) -> Draft:
     return Draft(tokens, probs, parents=tuple(parents), chain_first=True)
 
 
+def chain_kept(nodes: list[int], chain: int) -> int:
+    """How many of a kept path's first nodes are a chain-first tree's chain (node j at depth j, j <
+    ``chain``); a kept sibling, a leaf, can only follow them."""
+    return next((j for j, node in enumerate(nodes) if node != j or node >= chain), len(nodes))
+
+
 class ModelDrafter(SmallModelDrafter):
     """Runs a small model autoregressively on its own engine, rolling it back after each verify.
 
@@ -116,7 +122,7 @@ class ModelDrafter(SmallModelDrafter):
         kept_chain, tails = [], []  # per row: chain tokens kept, then a kept sibling (a leaf) if any
         for row, n in enumerate(feedback.num_accepted.tolist()):
             nodes = list(range(n)) if feedback.path is None else feedback.path[row, :n].tolist()
-            m = next((j for j, node in enumerate(nodes) if node != j or node >= chain), len(nodes))
+            m = chain_kept(nodes, chain)
             kept_chain.append(m)
             tails.append(nodes[m:])
         self.engine.rollback((fed - torch.tensor(kept_chain)).clamp(min=0))

@@ -63,19 +63,23 @@ def test_partial_rollback_inside_block(model):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_packed_linear_is_batch_invariant(dtype):
-    """Each row's output is bit-identical whatever the number of rows (MKL's GEMM is not)."""
-    linear = torch.nn.Linear(96, 200).to(dtype)
+@pytest.mark.parametrize("in_features", [96, 1536])
+def test_packed_linear_is_batch_invariant(dtype, in_features):
+    """Each row's output is bit-identical whatever the number of rows (MKL's GEMM is not). 1536 is
+    SmolLM2's MLP width: on an AMX Xeon oneDNN computes a lone row of more than 1,024 inputs by
+    another kernel, which a one-token step must not see."""
+    linear = torch.nn.Linear(in_features, 200).to(dtype)
     if not packing_supported(linear):
         pytest.skip(f"oneDNN has no {dtype} kernels for this CPU")
     packed = PackedLinear(linear)
-    x = torch.randn(8, 96).to(dtype)
+    x = torch.randn(8, in_features).to(dtype)
     with torch.inference_mode():
         full = packed(x)
         tol = 1e-5 if dtype == torch.float32 else 2e-2
         torch.testing.assert_close(full, linear(x), rtol=tol, atol=tol)
         for rows in (1, 2, 5):
             assert torch.equal(packed(x[:rows].contiguous()), full[:rows])
+        assert torch.equal(packed(x[None, :1]), full[None, :1])  # a one-token step's [1, 1, K]
 
 
 def test_block_and_single_steps_agree():

@@ -4,7 +4,8 @@ On CPU, MKL's default GEMM is slow for the 2-8 row inputs that speculative verif
 (it repacks the weight on every call), and its result for a given row depends on how many rows
 are in the batch, so a verify pass and a one-token pass can disagree in the last bits and flip a
 near-tie. oneDNN's prepacked linear (the kernel inductor uses under ``freezing``) packs the
-weight once, is up to 3x faster for small M, and computes each row identically whatever M is.
+weight once, is up to 3x faster for small M, and computes each row identically whatever M is (a lone
+row as a pair where its own kernel would differ: :func:`_lone_row_differs`).
 We swap modules on a *copy* of the model, the same way quantizers replace ``nn.Linear``; the
 user's model and transformers' code stay untouched.
 
@@ -47,11 +48,35 @@ _LAYERS: weakref.WeakValueDictionary[int, PackedLinear] = weakref.WeakValueDicti
 _HANDLES = itertools.count()
 
 
+def _packed_matmul(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
+
+
+def _as_pair(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """A lone row computed inside a block of two, so it gets the block's kernel."""
+    pair = x.reshape(1, -1).expand(2, -1).contiguous()
+    out = _packed_matmul(pair, weight, bias)
+    return out[:1].reshape(*x.shape[:-1], out.shape[-1])
+
+
+def _lone_row_differs(
+    weight: torch.Tensor, bias: torch.Tensor | None, in_features: int, dtype: torch.dtype
+) -> bool:
+    """Whether oneDNN computes a lone row (M = 1) by another kernel than the same row in a block.
+
+    oneDNN computes every row of a block identically whatever the block's size, but M = 1 may take a
+    kernel of its own: on an AMX Xeon it did for more than 1,024 inputs (SmolLM2's MLP), so a one-token
+    step and a verify block differed in the last bits. Another kernel gives other bits on any input,
+    so one random probe tells. Where it differs the layer computes lone rows as pairs (~4 % of a
+    SmolLM2 step there, where all layers as pairs cost ~12 %)."""
+    probe = torch.randn(2, in_features, generator=torch.Generator().manual_seed(0)).to(dtype)
+    return not torch.equal(_packed_matmul(probe[:1], weight, bias), _packed_matmul(probe, weight, bias)[:1])
+
+
 @torch.library.custom_op("specdec::packed_linear", mutates_args=())
 def packed_linear(x: torch.Tensor, handle: int) -> torch.Tensor:
     """The packed layer ``handle`` applied to ``x``: one opaque op inside a compiled graph."""
-    layer = _LAYERS[handle]
-    return torch.ops.mkldnn._linear_pointwise(x, layer.packed_weight, layer.bias, "none", [], "")
+    return _LAYERS[handle].compute(x)
 
 
 @packed_linear.register_fake
@@ -69,16 +94,24 @@ class PackedLinear(nn.Module):
         self.register_buffer("packed_weight", torch.ops.mkldnn._reorder_linear_weight(weight, _PACK_HINT))
         bias = None if linear.bias is None else linear.bias.detach().clone()
         self.register_buffer("bias", bias)
+        self.lone_as_pair = _lone_row_differs(self.packed_weight, self.bias, self.in_features, weight.dtype)
         self.handle = next(_HANDLES)
         _LAYERS[self.handle] = self
+
+    def compute(self, x: torch.Tensor) -> torch.Tensor:
+        """The layer on ``x``, each row computed by the kernel a block of rows gets."""
+        if self.lone_as_pair and x.numel() == x.shape[-1]:
+            return _as_pair(x, self.packed_weight, self.bias)
+        return _packed_matmul(x, self.packed_weight, self.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.compiler.is_compiling():  # the same kernel, seen by the compiler as one opaque op
             return packed_linear(x, self.handle)
-        return torch.ops.mkldnn._linear_pointwise(x, self.packed_weight, self.bias, "none", [], "")
+        return self.compute(x)
 
     def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, packed=oneDNN"
+        pairs = ", lone rows as pairs" if self.lone_as_pair else ""
+        return f"in_features={self.in_features}, out_features={self.out_features}, packed=oneDNN{pairs}"
 
 
 def pack_linear_layers(model: nn.Module) -> nn.Module:

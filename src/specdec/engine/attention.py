@@ -15,11 +15,15 @@ capping, position biases) goes to transformers' own SDPA attention unchanged.
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers import AttentionInterface, PretrainedConfig
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+from specdec.engine.ragged import RaggedPlan, plan_for, ragged_attention
 
 NAME = "specdec_sdpa"
 
@@ -57,11 +61,11 @@ def grouped_sdpa_attention(
     **kwargs,
 ) -> tuple[torch.Tensor, None]:
     """transformers' attention-function signature over :func:`grouped_attention`; returns ``[B, T, H, d]``.
-    One-token steps, ungrouped heads, per-head masks and extras (soft-capping, position biases) go to
+    Rows of different lengths on the CPU are attended by a ragged plan where it reads fewer keys; other
+    one-token steps, ungrouped heads, per-head masks and extras (soft-capping, position biases) go to
     transformers' own SDPA attention."""
     simple = (
         getattr(module, "num_key_value_groups", 1) > 1
-        and query.shape[2] > 1
         and attention_mask is not None
         and attention_mask.dim() == 4
         and attention_mask.shape[1] == 1
@@ -69,10 +73,29 @@ def grouped_sdpa_attention(
         and kwargs.get("position_bias") is None
         and not kwargs.get("output_attentions", False)
     )
-    if not simple:
+    plan = _ragged_plan(attention_mask) if simple and query.device.type == "cpu" else None
+    if plan is not None:
+        attend = partial(grouped_attention, scale=scaling, dropout=dropout)
+        out = ragged_attention(attend, query, key, value, attention_mask, plan)
+    elif simple and query.shape[2] > 1:
+        out = grouped_attention(query, key, value, attention_mask, scaling, dropout)
+    else:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
-    out = grouped_attention(query, key, value, attention_mask, scaling, dropout)
     return out.transpose(1, 2).contiguous(), None
+
+
+# Every layer of a forward gets the same mask object: its plan is made once, for the first layer.
+_last_plan: list = [None, None]
+
+
+def _ragged_plan(mask: torch.Tensor) -> RaggedPlan | None:
+    """The mask's ragged plan (:mod:`specdec.engine.ragged`), none inside a compiled graph (its shapes
+    would depend on the data)."""
+    if torch.compiler.is_compiling():
+        return None
+    if _last_plan[0] is not mask:
+        _last_plan[:] = mask, plan_for(mask)
+    return _last_plan[1]
 
 
 AttentionInterface.register(NAME, grouped_sdpa_attention)

@@ -17,7 +17,7 @@ def rates(prefix: str, tree: str) -> dict[int, dict[str, list[float]]]:
     out: dict[int, dict[str, list[float]]] = {}
     for path in sorted(Path(prefix).parent.glob(f"{Path(prefix).name}_{tree}_r*.json")):
         for run in json.loads(path.read_text())["runs"]:
-            if run["method"] != "plain":
+            if run["method"] not in ("plain", "plain (repeat)"):
                 continue
             slot = out.setdefault(run["concurrency"], {"whole": [], "decode": []})
             slot["whole"].append(run["tokens_per_s"])

@@ -1,0 +1,52 @@
+"""Session 2026-11-28 (thirty-fifth), CAMPAIGN next run 5: what the ragged plans do in a served batch. Plain
+decoding of `bench serving`'s workload (128 Spec-Bench first turns, chat template, greedy, 128 new tokens) at
+c = 64, with `attention.plan_for` wrapped to log, once a forward of several rows, the keys each way reads: the
+single call (rows × key columns), the plan (None: the single call), and a kernel reading each row's own range
+(the floor). Prints the sums over the run and their share of the single call's keys. Run with the machine to
+itself:
+    python benchmarks/campaigns/ragged-plan-log-2026-11-28.py --concurrency 64
+"""
+
+import argparse
+
+from specdec.benchmarks.data import load_spec_bench, spec_bench_path
+from specdec.benchmarks.serving import serve
+from specdec.decoders import PlainDecoding, StopCriteria
+from specdec.engine import attention
+from specdec.engine.ragged import first_visible
+from specdec.models import load_model
+from specdec.pipeline import Pipeline, eos_token_ids
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--concurrency", type=int, default=64)
+args = parser.parse_args()
+loaded = load_model("smollm2-135m")
+pipe = Pipeline(loaded.model, loaded.tokenizer)
+stop = StopCriteria(128, eos_token_ids(loaded.model, loaded.tokenizer))
+questions = load_spec_bench(spec_bench_path(), per_task=5)
+encoded = [pipe.encode(q["prompt"], chat=True) for q in questions]
+prompts = [encoded[i % len(encoded)] for i in range(2 * args.concurrency)]
+totals = {"forwards": 0, "planned": 0, "single": 0, "plan": 0, "floor": 0}
+planned = attention.plan_for
+
+
+def logged(mask):
+    plan = planned(mask)
+    if mask.shape[0] > 1:
+        rows, columns = mask.shape[0], mask.shape[-1]
+        first = first_visible(mask)
+        totals["forwards"] += 1
+        totals["single"] += rows * columns
+        totals["floor"] += int((columns - first).sum())
+        if plan is None:
+            totals["plan"] += rows * columns
+        else:
+            totals["planned"] += 1
+            totals["plan"] += rows * (columns - plan.cut) + len(plan.long_rows) * (columns - plan.long_start)
+    return plan
+
+
+attention.plan_for = logged
+_, stats = serve(PlainDecoding(), pipe.engine, None, prompts, args.concurrency, stop)
+share = {k: round(totals[k] / totals["single"], 3) for k in ("plan", "floor")}
+print({"concurrency": args.concurrency, "requests": len(prompts)} | totals | {"share_of_single": share})

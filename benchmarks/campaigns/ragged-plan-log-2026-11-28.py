@@ -1,9 +1,10 @@
 """Session 2026-11-28 (thirty-fifth), CAMPAIGN next run 5: what the ragged plans do in a served batch. Plain
 decoding of `bench serving`'s workload (128 Spec-Bench first turns, chat template, greedy, 128 new tokens) at
 c = 64, with `attention.plan_for` wrapped to log, once a forward of several rows, the keys each way reads: the
-single call (rows × key columns), the plan (None: the single call), and a kernel reading each row's own range
-(the floor). Prints the sums over the run and their share of the single call's keys. Run with the machine to
-itself:
+single call (rows × key columns), the plan (None: the single call), a kernel reading each row's range from its
+first visible key (the floor of a left cut), and the keys any query of the row sees (the floor of any layout).
+Prints the sums over the run, their share of the single call's keys, and the forwards' median shape. Run with
+the machine to itself:
     python benchmarks/campaigns/ragged-plan-log-2026-11-28.py --concurrency 64
 """
 
@@ -26,7 +27,8 @@ stop = StopCriteria(128, eos_token_ids(loaded.model, loaded.tokenizer))
 questions = load_spec_bench(spec_bench_path(), per_task=5)
 encoded = [pipe.encode(q["prompt"], chat=True) for q in questions]
 prompts = [encoded[i % len(encoded)] for i in range(2 * args.concurrency)]
-totals = {"forwards": 0, "planned": 0, "single": 0, "plan": 0, "floor": 0}
+totals = {"forwards": 0, "planned": 0, "single": 0, "plan": 0, "floor": 0, "visible": 0}
+shapes = []
 planned = attention.plan_for
 
 
@@ -38,6 +40,8 @@ def logged(mask):
         totals["forwards"] += 1
         totals["single"] += rows * columns
         totals["floor"] += int((columns - first).sum())
+        totals["visible"] += int(mask.any(dim=2).sum())
+        shapes.append((rows, mask.shape[2], columns))
         if plan is None:
             totals["plan"] += rows * columns
         else:
@@ -48,5 +52,8 @@ def logged(mask):
 
 attention.plan_for = logged
 _, stats = serve(PlainDecoding(), pipe.engine, None, prompts, args.concurrency, stop)
-share = {k: round(totals[k] / totals["single"], 3) for k in ("plan", "floor")}
+share = {k: round(totals[k] / totals["single"], 3) for k in ("plan", "floor", "visible")}
+middle = sorted(shapes)[len(shapes) // 2] if shapes else None
 print({"concurrency": args.concurrency, "requests": len(prompts)} | totals | {"share_of_single": share})
+rate = round(stats["new_tokens"] / stats["wall_s"], 1)
+print({"median forward (rows, queries, key columns)": middle, "tokens/s": rate})

@@ -8,6 +8,9 @@ of 1,500 nearly doubled the cost of a plain step (8.4 against 4.3 ms a row on th
 every row attends over the columns after it (a view, nothing copied), and the few rows that see keys
 before it (the *long* rows) are attended again over their own range, their first result replaced.
 The plan is chosen on the mask alone, by the keys each way reads, and only where it saves enough.
+It applies where rows end together (a left-padded batch, as ``Engine.start`` prefills); a served
+batch's joining rows start at the front with a gap before the common write column, which no cut of
+the front reaches, so they get none yet (``benchmarks/CAMPAIGN.md``, next run 5).
 """
 
 from __future__ import annotations

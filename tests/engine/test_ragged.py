@@ -48,7 +48,7 @@ def test_a_plan_covers_every_visible_key_and_is_the_cheapest_cut(firsts, extra):
 
 
 def test_one_long_row_among_short_ones_is_attended_alone():
-    """The serving case: 63 rows of 300 keys at the end of 1,500 columns, one of 1,500."""
+    """The probe's left-padded batch: 63 rows of 300 keys at the end of 1,500 columns, one of 1,500."""
     first = torch.tensor([0] + [1200] * 63)
     plan = choose_cut(first, 1500)
     assert plan.cut == 1200 and plan.long_rows.tolist() == [0] and plan.long_start == 0

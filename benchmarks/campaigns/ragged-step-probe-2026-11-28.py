@@ -8,10 +8,10 @@ the median of 6 after 2 warm-ups, three rounds. Run with the machine to itself:
 """
 
 import statistics
-import time
 
 import torch
 
+from specdec.benchmarks.step_timing import timed_steps
 from specdec.engine import Engine, attention
 from specdec.models import load_model
 
@@ -21,13 +21,8 @@ planned = attention.plan_for
 
 
 def step_ms(engine: Engine, token: torch.Tensor) -> float:
-    times = []
-    for _ in range(8):
-        start = time.perf_counter()
-        engine.extend(token)
-        times.append(time.perf_counter() - start)
-        engine.rollback(1)
-    return 1000 * statistics.median(times[2:])
+    """Median ms of 6 rolled-back one-token steps after 2 warm-ups."""
+    return 1000 * statistics.median(timed_steps(engine, token, 8)[2:])
 
 
 for rows in (16, 64):

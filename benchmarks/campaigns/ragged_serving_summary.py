@@ -3,7 +3,7 @@
 outside prefills, and the ratio new / old of the medians with the [min, max] over pairs of runs.
 
     python benchmarks/campaigns/ragged_serving_summary.py benchmarks/results/ragged_serving_ab_2026-11-28 \
-        --markdown benchmarks/RAGGED_SERVING_AB_2026-11-28.md
+        --commits "4b2c1e6 / b043efd" --markdown benchmarks/RAGGED_SERVING_AB_2026-11-28.md
 """
 
 import argparse
@@ -28,13 +28,14 @@ def rates(prefix: str, tree: str) -> dict[int, dict[str, list[float]]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("prefix")
+    parser.add_argument("--commits", required=True, help="OLD NEW, as the A/B script was given them")
     parser.add_argument("--markdown", type=Path, required=True)
     args = parser.parse_args()
     old, new = rates(args.prefix, "old"), rates(args.prefix, "new")
     lines = [
         "# Ragged attention plans: plain decoding served before / after",
         "",
-        f"Records `{args.prefix}_{{old,new}}_r*.json`",
+        f"Records `{args.prefix}_{{old,new}}_r*.json` (old / new: commits {args.commits})",
         "(`benchmarks/campaigns/ragged-serving-ab-2026-11-28.sh`); each record holds plain and its repeat",
         "per concurrency. tok/s medians over the runs; new / old is the ratio of medians [min, max over",
         "every old × new pair]. *decode*: tokens over the time outside prefills.",

@@ -53,6 +53,9 @@ class Simulation:
 
     def compact(self) -> None:
         self.cache = self.cache.gather(1, self.compact_order(self.table))
+        table = self.table
+        for row, tokens in enumerate(self.rows):  # right-aligned: a run of slots ending at the write column
+            assert table.valid[row, table.length - len(tokens) : table.length].all()
 
     def select(self, rows: list[int]) -> None:
         self.table.select_rows(torch.tensor(rows))
@@ -75,9 +78,13 @@ class Simulation:
             self.next_id += n
             cache[row, end - n : end] = torch.tensor(ids, dtype=torch.long)
             self.rows.append(ids)
+        shift = self.table.join_shift(end)
         added = self.table.admit(valid, positions)
         assert added.tolist() == list(range(len(self.cache), len(self.cache) + len(counts)))
-        self.cache = torch.cat([self.cache, cache])
+        self.cache = torch.cat([self.cache, cache.roll(shift, dims=1)])  # the engine's copy moves them alike
+        for row in added.tolist():  # prompts end at the write column, as the running rows' last tokens do
+            if self.rows[row]:
+                assert int(self.table.valid[row].nonzero()[-1]) == self.table.length - 1
 
     def grow(self, capacity: int) -> None:
         self.table.grow(capacity)
@@ -159,6 +166,31 @@ def test_compaction_squeezes_holes_and_keeps_reserved_slots_in_place():
     assert order[0, 2:4].tolist() == [2, 3] and order[1, 2:4].tolist() == [2, 4]
     assert table.length == 4 and not table.has_holes()
     assert table.valid.tolist() == [[False, False, True, True] + [False] * 6] * 2
+
+
+def test_compaction_and_admission_keep_rows_right_aligned():
+    """Shorter rows end at the write column too, so their range is a suffix of the key columns."""
+    table = SlotTable(2, 12, reserved=1)
+    table.write(
+        torch.tensor([[True] * 4, [False, False, True, True]]), torch.tensor([[0, 1, 2, 3], [0, 0, 0, 1]])
+    )
+    table.write(torch.tensor([[True, True], [False, True]]), torch.tensor([[4, 5], [2, 2]]))
+    table.rollback(torch.tensor([1, 0]))  # holes: row 0's last slot, row 1's slot 5
+    assert table.length == 7
+    order = table.compact()
+    assert table.length == 6
+    assert table.valid.tolist() == [
+        [False] + [True] * 5 + [False] * 6,
+        [False] * 3 + [True] * 3 + [False] * 6,
+    ]
+    assert order[1, 3:6].tolist() == [3, 4, 6] and table.positions[1, 3:6].tolist() == [0, 1, 2]
+    assert table.join_shift(4) == 2
+    (row,) = table.admit(torch.tensor([[False, False, True, True]]), torch.tensor([[0, 0, 0, 1]]))
+    assert table.valid[row].tolist() == [False] * 4 + [True] * 2 + [False] * 6
+    assert table.positions[row, 4:6].tolist() == [0, 1] and table.positions[row, 0] == NO_POSITION
+    assert table.join_shift(9) == 0  # a newcomer longer than the batch starts at the front, and moves its end
+    (row,) = table.admit(torch.tensor([[False] + [True] * 8]), torch.tensor([[0, *range(8)]]))
+    assert table.length == 9 and table.valid[row, 1:9].all()
 
 
 def test_refusals():

@@ -154,8 +154,9 @@ class BatchState:
         for the new rows (None when every prompt is one token); they are the batch's last rows.
 
         The newcomers' prefill runs as a batch of its own (the running rows compute nothing for it) in
-        a scratch cache, whose slots then join this one's at the same columns; the reserved slots get
-        the states :meth:`write_reserved` was given (the same in every row).
+        a scratch cache, whose slots then join this one's so that their prompts end at the batch's write
+        column (rows stay right-aligned: :class:`~specdec.engine.slots.SlotTable`); the reserved slots
+        get the states :meth:`write_reserved` was given (the same in every row).
         """
         if self.cache is None:
             raise InvalidArgumentError("admit adds rows to a running batch: start one first")
@@ -177,7 +178,8 @@ class BatchState:
         if table.length > self.cache.capacity:
             self._grow(table.length)
         self.cache.buffer_rows = self._buffer_rows(self.batch_size + table.batch_size)
-        if self.cache.add_rows(scratch, (self.batch_size, table.batch_size)):
+        columns = (reserved, table.length, self.slots.join_shift(table.length))
+        if self.cache.add_rows(scratch, (self.batch_size, table.batch_size), columns):
             self._drop_graphs()  # the buffers had no rows to spare: reallocated for the bucket
         self.slots.admit(table.valid[:, : table.length], table.positions[:, : table.length])
         return out
@@ -253,8 +255,8 @@ class BatchState:
 
     @torch.inference_mode()
     def compact(self) -> None:
-        """Move each row's tokens to the front of its slots (after the reserved ones), squeezing out
-        rolled-back holes."""
+        """Squeeze out rolled-back holes: each row's tokens, in order, end together at the new write
+        column (:meth:`~specdec.engine.slots.SlotTable.compact`)."""
         self.cache.gather_slots(self.slots.compact(), in_place=self.graphs is not None)  # graphs stay valid
 
     @torch.inference_mode()

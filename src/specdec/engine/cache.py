@@ -95,11 +95,12 @@ class SlotLayer(CacheLayerMixin):
         else:
             self.keys, self.values = keys, values
 
-    def add_rows(self, other: SlotLayer, rows: tuple[int, int]) -> bool:
-        """Put ``other``'s rows after this cache's ``rows[0]`` live ones (its slots at the same columns; the
-        engine made room), or rows of zeros for whichever side has not allocated its buffers yet
-        (``rows``: both sides' row counts). In place where the buffers have the rows to spare; returns
-        whether they were reallocated."""
+    def add_rows(self, other: SlotLayer, rows: tuple[int, int], columns: tuple[int, int, int]) -> bool:
+        """Put ``other``'s rows after this cache's ``rows[0]`` live ones (the engine made room), or rows of
+        zeros for whichever side has not allocated its buffers yet (``rows``: both sides' row counts).
+        ``columns`` (reserved, used, shift): ``other``'s reserved slots land at the same columns, its
+        slots from there to ``used`` ``shift`` columns further right. In place where the buffers have
+        the rows to spare; returns whether they were reallocated."""
         if not (self.is_initialized or other.is_initialized):
             return False
         mine, theirs = rows
@@ -116,8 +117,11 @@ class SlotLayer(CacheLayerMixin):
             new = mine_buffer[mine : mine + theirs]
             new.zero_()
             if other.is_initialized:
-                width = min(theirs_buffer.shape[2], new.shape[2])
-                new[:, :, :width] = theirs_buffer[:theirs, :, :width].to(new.device)
+                reserved, used, shift = columns
+                new[:, :, :reserved] = theirs_buffer[:theirs, :, :reserved].to(new.device)
+                new[:, :, reserved + shift : used + shift] = theirs_buffer[:theirs, :, reserved:used].to(
+                    new.device
+                )
         return not spare
 
     def select_rows(self, rows: torch.Tensor, in_place: bool) -> None:
@@ -187,11 +191,13 @@ class SlotCache(Cache):
             elif len(moves[0]):
                 layer.move_rows(*moves)
 
-    def add_rows(self, other: SlotCache, rows: tuple[int, int]) -> bool:
-        """Put ``other``'s rows after this cache's live ones, slot for slot (``rows``: this cache's and
-        ``other``'s row counts); whether the buffers were reallocated to make room."""
+    def add_rows(self, other: SlotCache, rows: tuple[int, int], columns: tuple[int, int, int]) -> bool:
+        """Put ``other``'s rows after this cache's live ones (``rows``: this cache's and ``other``'s row
+        counts; ``columns``: where their slots go, see :meth:`SlotLayer.add_rows`); whether the buffers
+        were reallocated to make room."""
         moved = [
-            layer.add_rows(theirs, rows) for layer, theirs in zip(self.layers, other.layers, strict=True)
+            layer.add_rows(theirs, rows, columns)
+            for layer, theirs in zip(self.layers, other.layers, strict=True)
         ]
         return any(moved)
 

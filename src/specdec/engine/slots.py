@@ -4,7 +4,10 @@ Every row of a batch addresses the same slot columns of the KV cache; a slot is 
 when it holds one of that row's tokens, and carries that token's position id. Blocks are written at
 one column range for all rows (``length`` is the first unwritten column); rows needing fewer tokens,
 rolled-back drafts and the rejected branches of a tree are invalid slots, which attention masks out
-and :meth:`SlotTable.compact` squeezes out. Kept apart from the engine (as nano-vllm keeps its block
+and :meth:`SlotTable.compact` squeezes out. Rows are kept *right-aligned*: a joining row's prompt and a
+compacted row's tokens end at the write column, as a left-padded prefill's rows do, so a short row's
+range is a suffix of the key columns and attention can skip the columns before it
+(:mod:`specdec.engine.ragged`). Kept apart from the engine (as nano-vllm keeps its block
 manager apart from its model runner) so every operation can be tested on its own, without a model:
 the engine asks where a block goes, what its queries may see and which slots to move, and moves the
 cache tensors itself.
@@ -94,34 +97,46 @@ class SlotTable:
         self.valid[:, self.length :] = False
 
     def compact(self) -> torch.Tensor:
-        """Move each row's tokens to the front (after the reserved slots), in order; returns the
+        """Squeeze out the holes: each row's tokens, in order, end at the new ``length`` (reserved slots
+        + the most tokens any row holds), so a short row's range stays a suffix; returns the
         ``[B, capacity]`` slot order the cache's tensors must be gathered with to match."""
         r = self.reserved
-        tail = torch.sort((~self.valid[:, r:]).to(torch.int8), dim=1, stable=True).indices + r
+        counts = self.valid.sum(1)
+        most = int(counts.max()) if len(counts) else 0
+        # Holes first, then the row's tokens in order (a stable sort), ending at the last slot; rolled
+        # by ``most`` so that they end at slot r + most instead.
+        tokens_last = torch.sort(self.valid[:, r:].to(torch.int8), dim=1, stable=True).indices + r
+        tail = tokens_last.roll(most, dims=1)
         order = torch.cat([torch.arange(r).expand(len(tail), r), tail], dim=1)
         self.positions = self.positions.gather(1, order)
-        counts = self.valid.sum(1)
         slots = torch.arange(self.capacity)[None, :]
-        self.valid = (slots >= r) & (slots < r + counts[:, None])
-        self.length = r + (int(counts.max()) if len(counts) else 0)
+        self.length = r + most
+        self.valid = (slots >= self.length - counts[:, None]) & (slots < self.length)
         return order
 
+    def join_shift(self, width: int) -> int:
+        """How far right :meth:`admit` moves the token slots of newcomers prefilled in ``width`` columns
+        (the reserved ones included): so that they end at the write column, or 0 where they reach past it."""
+        return max(0, self.length - width)
+
     def admit(self, valid: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """Add rows holding the slots ``valid`` ``[n, w]`` marks, at ``positions``, in columns 0..w: newcomers
-        whose prompts were prefilled in a table of their own (the same reserved slots first). The
-        other rows are untouched; columns past their tokens are holes for them, as after a rollback.
-        Returns the new rows' indices."""
+        """Add rows holding the slots ``valid`` ``[n, w]`` marks, at ``positions``: newcomers whose prompts
+        were prefilled in a table of their own (the same reserved slots first), their token columns
+        moved right by :meth:`join_shift` (the cache's copy moves them alike). The other rows are
+        untouched; where the newcomers reach past the write column, the columns between a row's last
+        token and the new write column are holes for it, as after a rollback. Returns the new rows'
+        indices."""
         added, width = valid.shape
         if width > self.capacity:
             raise InvalidArgumentError(f"{width} slots do not fit a table of {self.capacity}: grow it first")
         if bool(valid[:, : self.reserved].any()):
             raise InvalidArgumentError("a newcomer's tokens cannot sit in the reserved slots")
-        first = self.batch_size
+        first, r, shift = self.batch_size, self.reserved, self.join_shift(width)
         new_valid = torch.zeros(added, self.capacity, dtype=torch.bool)
-        new_valid[:, :width] = valid
+        new_valid[:, r + shift : width + shift] = valid[:, r:]
         new_positions = torch.zeros(added, self.capacity, dtype=torch.long)
-        new_positions[:, :width] = positions
-        new_positions[:, : self.reserved] = NO_POSITION
+        new_positions[:, r + shift : width + shift] = positions[:, r:]
+        new_positions[:, :r] = NO_POSITION
         self.valid = torch.cat([self.valid, new_valid])
         self.positions = torch.cat([self.positions, new_positions])
         used = new_valid.any(0).nonzero()

@@ -4,9 +4,11 @@ in one process. `bench serving` at a6e13f6 against 75730d0 (ragged-serving-ab-20
 rounds. Here the same workload (ragged-plan-log-2026-11-28b.py's: 2 × c Spec-Bench first turns, chat
 template, greedy, 128 new tokens, all waiting at the start) is served with `attention.plan_for` as it is
 ("plans"), with a long row's own call counted 4× dearer (`ragged.ROW_CALL_COST` 2048: "dear rows") and
-returning None ("no plans"), the variants in turn, first in turn, --rounds rounds per concurrency. Prints one
-JSON line per run and the medians' ratios to "no plans", whole and outside prefills. Machine to itself:
+returning None ("no plans"), the variants in turn, first in turn, --rounds rounds per concurrency; or, with
+--row-costs, with the plans at each of those costs ("cost N") and without. Prints one JSON line per run and
+the medians' ratios to "no plans", whole and outside prefills. Machine to itself:
     python benchmarks/campaigns/ragged-serve-ab-2026-11-28c.py --concurrency 16 64 --rounds 2
+    python benchmarks/campaigns/ragged-serve-ab-2026-11-28c.py --concurrency 16 --row-costs 512 1024 2048
 """
 
 import argparse
@@ -23,6 +25,7 @@ from specdec.pipeline import Pipeline, eos_token_ids
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
 parser.add_argument("--rounds", type=int, default=2)
+parser.add_argument("--row-costs", type=float, nargs="*", help="plans at these ROW_CALL_COST values instead")
 args = parser.parse_args()
 loaded = load_model("smollm2-135m")
 pipe = Pipeline(loaded.model, loaded.tokenizer)
@@ -35,6 +38,10 @@ VARIANTS = {
     "dear rows": (real_plan, 4 * row_cost),
     "no plans": (lambda mask: None, row_cost),
 }
+if args.row_costs:
+    VARIANTS = {f"cost {cost:g}": (real_plan, cost) for cost in args.row_costs} | {
+        "no plans": VARIANTS["no plans"]
+    }
 rates: dict[tuple[int, str], dict[str, list[float]]] = {}
 for concurrency in args.concurrency:
     prompts = [encoded[i % len(encoded)] for i in range(2 * concurrency)]

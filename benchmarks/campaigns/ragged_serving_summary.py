@@ -30,13 +30,14 @@ def main() -> None:
     parser.add_argument("prefix")
     parser.add_argument("--commits", required=True, help="OLD NEW, as the A/B script was given them")
     parser.add_argument("--markdown", type=Path, required=True)
+    parser.add_argument("--script", default="ragged-serving-ab-2026-11-28.sh", help="the A/B script that ran")
     args = parser.parse_args()
     old, new = rates(args.prefix, "old"), rates(args.prefix, "new")
     lines = [
         "# Ragged attention plans: plain decoding served before / after",
         "",
         f"Records `{args.prefix}_{{old,new}}_r*.json` (old / new: commits {args.commits})",
-        "(`benchmarks/campaigns/ragged-serving-ab-2026-11-28.sh`); each record holds plain and its repeat",
+        f"(`benchmarks/campaigns/{args.script}`); each record holds plain and its repeat",
         "per concurrency. tok/s medians over the runs; new / old is the ratio of medians [min, max over",
         "every old × new pair]. *decode*: tokens over the time outside prefills.",
         "",

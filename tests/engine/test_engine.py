@@ -493,7 +493,8 @@ def test_admitted_rows_match_running_alone_and_leave_the_others_untouched(model)
 
 
 def test_admission_grows_the_cache_and_copies_reserved_slots(model):
-    """A newcomer longer than the running batch's cache grows it; reserved states reach its row."""
+    """A newcomer longer than the running batch's cache grows it, the running row moves right to end with
+    it, reserved states reach its row; both rows decode as alone."""
     reserved = prefix_states(model, 2)
     long = tokens(40, seed=14)[0].tolist()
     engine = Engine(model)
@@ -510,6 +511,13 @@ def test_admission_grows_the_cache_and_copies_reserved_slots(model):
     alone.write_reserved(reserved)
     torch.testing.assert_close(
         both[1], alone.extend(torch.tensor([[long[39]]]), sees_reserved=sees[:1]).logits[0, 0]
+    )
+    assert int(engine.slots.valid[0].nonzero()[-1]) == engine.slots.length - 1  # moved, not left a gap
+    first = Engine(model)
+    first.start([long[:3]], extra_slots=1, reserved=2)
+    first.write_reserved(reserved)
+    torch.testing.assert_close(
+        both[0], first.extend(torch.tensor([[long[2]]]), sees_reserved=sees[:1]).logits[0, 0]
     )
 
 

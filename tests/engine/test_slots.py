@@ -78,6 +78,12 @@ class Simulation:
             self.next_id += n
             cache[row, end - n : end] = torch.tensor(ids, dtype=torch.long)
             self.rows.append(ids)
+        if self.rows and end > self.table.length:  # what the engine does: the running rows move right
+            moved = end - self.table.length
+            before = [int(v.nonzero()[-1]) if v.any() else None for v in self.table.valid]
+            self.cache = self.cache.gather(1, self.table.shift(moved))
+            after = [int(v.nonzero()[-1]) if v.any() else None for v in self.table.valid]
+            assert after == [None if b is None else b + moved for b in before]
         shift = self.table.join_shift(end)
         added = self.table.admit(valid, positions)
         assert added.tolist() == list(range(len(self.cache), len(self.cache) + len(counts)))
@@ -188,9 +194,14 @@ def test_compaction_and_admission_keep_rows_right_aligned():
     (row,) = table.admit(torch.tensor([[False, False, True, True]]), torch.tensor([[0, 0, 0, 1]]))
     assert table.valid[row].tolist() == [False] * 4 + [True] * 2 + [False] * 6
     assert table.positions[row, 4:6].tolist() == [0, 1] and table.positions[row, 0] == NO_POSITION
-    assert table.join_shift(9) == 0  # a newcomer longer than the batch starts at the front, and moves its end
+    assert table.join_shift(9) == 0  # a newcomer longer than the batch: the running rows move right first
+    order = table.shift(9 - table.length)
+    assert table.length == 9 and order[0, 4:9].tolist() == [1, 2, 3, 4, 5] and order[0, 0] == 0
+    assert [int(v.nonzero()[-1]) for v in table.valid] == [8, 8, 8]
     (row,) = table.admit(torch.tensor([[False] + [True] * 8]), torch.tensor([[0, *range(8)]]))
     assert table.length == 9 and table.valid[row, 1:9].all()
+    with pytest.raises(InvalidArgumentError, match="cannot shift"):
+        table.shift(4)  # 9 + 4 slots do not fit 12
 
 
 def test_refusals():

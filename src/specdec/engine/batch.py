@@ -155,8 +155,9 @@ class BatchState:
 
         The newcomers' prefill runs as a batch of its own (the running rows compute nothing for it) in
         a scratch cache, whose slots then join this one's so that their prompts end at the batch's write
-        column (rows stay right-aligned: :class:`~specdec.engine.slots.SlotTable`); the reserved slots
-        get the states :meth:`write_reserved` was given (the same in every row).
+        column (rows stay right-aligned: :class:`~specdec.engine.slots.SlotTable`; the running rows move
+        right first where a newcomer is longer); the reserved slots get the states
+        :meth:`write_reserved` was given (the same in every row).
         """
         if self.cache is None:
             raise InvalidArgumentError("admit adds rows to a running batch: start one first")
@@ -177,6 +178,12 @@ class BatchState:
             self.cache, self.slots, self.graphs = running
         if table.length > self.cache.capacity:
             self._grow(table.length)
+        if self.batch_size and table.length > self.slots.length:
+            # The running rows move right rather than each keep a gap before the new write column, which
+            # every later step would read: one gather of their cache against that read at every step.
+            self.cache.gather_slots(
+                self.slots.shift(table.length - self.slots.length), self.graphs is not None
+            )
         self.cache.buffer_rows = self._buffer_rows(self.batch_size + table.batch_size)
         columns = (reserved, table.length, self.slots.join_shift(table.length))
         if self.cache.add_rows(scratch, (self.batch_size, table.batch_size), columns):

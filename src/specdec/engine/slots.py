@@ -114,6 +114,23 @@ class SlotTable:
         self.valid = (slots >= self.length - counts[:, None]) & (slots < self.length)
         return order
 
+    def shift(self, columns: int) -> torch.Tensor:
+        """Move every row's slots ``columns`` to the right (the reserved ones stay): room in front for a
+        newcomer longer than the batch, so that rows stay right-aligned rather than each keeping a gap
+        before the new write column. Returns the ``[B, capacity]`` slot order the cache's tensors must be
+        gathered with to match."""
+        if columns < 0 or self.length + columns > self.capacity:
+            raise InvalidArgumentError(f"cannot shift {self.length} slots {columns} to the right")
+        r, free = self.reserved, self.capacity - self.reserved
+        # New slot j takes old slot j − columns; the first ones take the last slots, which hold no token.
+        tail = (torch.arange(free) - columns) % free + r
+        order = torch.cat([torch.arange(r), tail]).expand(self.batch_size, -1)
+        self.valid = self.valid.gather(1, order)
+        self.positions = self.positions.gather(1, order)
+        self.length += columns
+        self.block = (self.length, 0)
+        return order
+
     def join_shift(self, width: int) -> int:
         """How far right :meth:`admit` moves the token slots of newcomers prefilled in ``width`` columns
         (the reserved ones included): so that they end at the write column, or 0 where they reach past it."""
@@ -123,9 +140,9 @@ class SlotTable:
         """Add rows holding the slots ``valid`` ``[n, w]`` marks, at ``positions``: newcomers whose prompts
         were prefilled in a table of their own (the same reserved slots first), their token columns
         moved right by :meth:`join_shift` (the cache's copy moves them alike). The other rows are
-        untouched; where the newcomers reach past the write column, the columns between a row's last
-        token and the new write column are holes for it, as after a rollback. Returns the new rows'
-        indices."""
+        untouched; where the newcomers reach past the write column (unless :meth:`shift` made room), the
+        columns between a row's last token and the new write column are holes for it, as after a
+        rollback. Returns the new rows' indices."""
         added, width = valid.shape
         if width > self.capacity:
             raise InvalidArgumentError(f"{width} slots do not fit a table of {self.capacity}: grow it first")

@@ -5,20 +5,9 @@ building each pipeline and each plain baseline once per target keeps that afford
 """
 
 import pytest
-import torch
+from decoding_cases import Cached
 
-from specdec.drafters import (
-    EarlyExitDrafter,
-    ModelDrafter,
-    PromptLookupDrafter,
-    ReducedPrecisionDrafter,
-    TruncatedDrafter,
-)
-from specdec.drafters.tandem import TandemDrafter
-from specdec.pipeline import Pipeline
-from tiny import make_eagle3, make_gpt2, make_llama, make_tandem, make_tokenizer
-
-PROMPTS = ["the quick brown fox jumps over the lazy dog. the quick", "def add(a, b):"]
+from tiny import make_gpt2, make_llama, make_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -30,43 +19,6 @@ def tok():
 def target(request, tok):
     make = make_llama if request.param == "llama" else make_gpt2
     return make(len(tok), seed=0, layers=4)
-
-
-DRAFTERS = {
-    "independent": lambda target, tok: ModelDrafter(make_llama(len(tok), seed=7), tok),
-    "self": lambda target, tok: ModelDrafter(target, tok),
-    # even token ids only: the target's choice is often a token the draft cannot propose (p = 0)
-    "self-trimmed-vocab": lambda target, tok: ModelDrafter(target, tok, vocab=torch.arange(0, len(tok), 2)),
-    "int8": lambda target, tok: ReducedPrecisionDrafter(target, tok, "int8"),
-    "bf16": lambda target, tok: ReducedPrecisionDrafter(target, tok, "bf16"),
-    "prompt-lookup": lambda target, tok: PromptLookupDrafter(),
-    "truncated": lambda target, tok: TruncatedDrafter(target, tok, 2),
-    "early-exit": lambda target, tok: EarlyExitDrafter(target, 2),
-    "tandem": lambda target, tok: TandemDrafter(make_tandem(target), tok),
-    "eagle3": lambda target, tok: make_eagle3(target, draft_ids=torch.arange(0, len(tok), 2)),
-}
-
-
-class Cached:
-    """Pipelines per drafter and plain outputs per call, built on first use for one target."""
-
-    def __init__(self, target, tok):
-        self.target, self.tok = target, tok
-        self.plain_pipe = Pipeline(target, tok)
-        self._pipes, self._plain = {}, {}
-
-    def pipe(self, drafter: str) -> Pipeline:
-        if drafter not in self._pipes:
-            self._pipes[drafter] = Pipeline(
-                self.target, self.tok, drafter=DRAFTERS[drafter](self.target, self.tok)
-            )
-        return self._pipes[drafter]
-
-    def plain(self, prompts, **kwargs):
-        key = repr((prompts, sorted(kwargs.items())))
-        if key not in self._plain:
-            self._plain[key] = self.plain_pipe.generate(prompts, method="plain", **kwargs)
-        return self._plain[key]
 
 
 @pytest.fixture(scope="module")

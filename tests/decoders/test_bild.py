@@ -8,8 +8,8 @@ import math
 
 import pytest
 import torch
+from decoding_cases import PROMPTS
 
-from conftest import PROMPTS
 from specdec.decoders import BiLD, Request, StopCriteria, bild_verify, rollback_distance
 from specdec.decoders.common import target_choice
 from specdec.drafters import Draft, ModelDrafter

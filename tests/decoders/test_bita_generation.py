@@ -5,8 +5,8 @@ reserved prompt slots, keeping a path), which must be exact whatever the adapter
 
 import pytest
 import torch
+from decoding_cases import PROMPTS
 
-from conftest import PROMPTS
 from specdec.decoders import BiLD, SpeculativeSampling
 from specdec.drafters.bita import BiTADrafter, TreeShape
 from specdec.errors import InvalidArgumentError

@@ -7,8 +7,8 @@ BiLD at α_RB = 0 is held to the same standard. A new method joins by adding its
 """
 
 import pytest
+from decoding_cases import DRAFTERS, PROMPTS, Cached
 
-from conftest import DRAFTERS, PROMPTS, Cached
 from specdec.decoders import BiLD, SpeculativeSampling
 from tiny import make_gpt2, make_llama
 

@@ -7,8 +7,8 @@ so nothing about the schedule can change which numbers decide a token (specdec.s
 import random
 
 import pytest
+from decoding_cases import PROMPTS
 
-from conftest import PROMPTS
 from specdec.decoders import BiLD, GammaPolicy, SpeculativeSampling
 from specdec.errors import InvalidArgumentError
 

@@ -7,10 +7,10 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
+from decoding_cases import PROMPTS
 from scipy.stats import chisquare
 
 import specdec.decoders.speculative as speculative
-from conftest import PROMPTS
 from specdec.decoders import SpeculativeSampling
 from specdec.drafters import EarlyExitDrafter, ModelDrafter, PromptLookupDrafter
 from specdec.drafters.bita import BiTADrafter

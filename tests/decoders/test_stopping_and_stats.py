@@ -1,7 +1,7 @@
 import pytest
 import torch
+from decoding_cases import PROMPTS
 
-from conftest import PROMPTS
 from specdec.decoders import SpeculativeSampling, StopCriteria
 from specdec.drafters import PromptLookupDrafter
 from specdec.errors import InvalidArgumentError

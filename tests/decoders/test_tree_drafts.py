@@ -3,8 +3,8 @@ lossless greedy and seeded-sampled (coupled walk), greedy-exact under recursive 
 and a kept sibling leaves the drafter's cache in step (the next steps still decode exactly)."""
 
 import pytest
+from decoding_cases import PROMPTS
 
-from conftest import PROMPTS
 from specdec.decoders import BiLD, SpeculativeSampling
 from specdec.decoders.gamma import FixedGamma
 from specdec.drafters import ModelDrafter

@@ -98,14 +98,26 @@ def test_ragged_attention_is_attention_over_the_whole_range(seed, length):
     torch.testing.assert_close(ours, grouped_attention(query, key, value, mask), rtol=1e-5, atol=1e-6)
 
 
-def test_a_batch_with_one_long_prompt_decodes_each_row_as_alone(monkeypatch):
-    """Engine level: the ragged path runs (counted) and every row's logits are its own alone."""
-    model = make_llama(64, seed=3, hidden=64, context=2048)
+def packed_llama(seed: int):
+    """A tiny target whose engine copy uses the grouped attention (skips where oneDNN cannot pack it)."""
+    model = make_llama(64, seed=seed, hidden=64, context=2048)
     if not packing_supported(model):
         pytest.skip("the engine's grouped attention comes with its packed copy (oneDNN)")
-    calls = []
+    return model
+
+
+@pytest.fixture
+def calls(monkeypatch) -> list:
+    """One entry per ragged attention call the engine makes."""
+    made = []
     real = attention.ragged_attention
-    monkeypatch.setattr(attention, "ragged_attention", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(attention, "ragged_attention", lambda *a: made.append(1) or real(*a))
+    return made
+
+
+def test_a_batch_with_one_long_prompt_decodes_each_row_as_alone(calls):
+    """Engine level: the ragged path runs (counted) and every row's logits are its own alone."""
+    model = packed_llama(seed=3)
     g = torch.Generator().manual_seed(0)
     prompts = [torch.randint(3, 64, (n,), generator=g).tolist() for n in (1200, 6, 9, 5, 7, 8)]
     batch = Engine(model)
@@ -121,16 +133,11 @@ def test_a_batch_with_one_long_prompt_decodes_each_row_as_alone(monkeypatch):
         assert together[row].argmax() == logits.argmax()
 
 
-def test_rows_joining_a_running_batch_get_a_plan_and_decode_as_alone(monkeypatch):
+def test_rows_joining_a_running_batch_get_a_plan_and_decode_as_alone(calls):
     """A served batch: short requests join one long one (``admit``), draft tokens are rolled back per row and
     compacted away. Rows stay right-aligned, so the ragged path runs (counted; with joining rows left at
     the front it did not) and every row's logits are its own alone."""
-    model = make_llama(64, seed=4, hidden=64, context=2048)
-    if not packing_supported(model):
-        pytest.skip("the engine's grouped attention comes with its packed copy (oneDNN)")
-    calls = []
-    real = attention.ragged_attention
-    monkeypatch.setattr(attention, "ragged_attention", lambda *a: calls.append(1) or real(*a))
+    model = packed_llama(seed=4)
     g = torch.Generator().manual_seed(1)
     prompts = [torch.randint(3, 64, (n,), generator=g).tolist() for n in (1500, 6, 9, 5)]
     drafts = torch.randint(3, 64, (len(prompts), 3), generator=g)

@@ -15,23 +15,18 @@ import argparse
 import json
 import statistics
 
-from specdec.benchmarks.data import load_spec_bench, spec_bench_path
+from served_workload import requests, served_workload
+
 from specdec.benchmarks.serving import serve
-from specdec.decoders import PlainDecoding, StopCriteria
+from specdec.decoders import PlainDecoding
 from specdec.engine import attention, ragged
-from specdec.models import load_model
-from specdec.pipeline import Pipeline, eos_token_ids
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
 parser.add_argument("--rounds", type=int, default=2)
 parser.add_argument("--row-costs", type=float, nargs="*", help="plans at these ROW_CALL_COST values instead")
 args = parser.parse_args()
-loaded = load_model("smollm2-135m")
-pipe = Pipeline(loaded.model, loaded.tokenizer)
-stop = StopCriteria(128, eos_token_ids(loaded.model, loaded.tokenizer))
-questions = load_spec_bench(spec_bench_path(), per_task=5)
-encoded = [pipe.encode(q["prompt"], chat=True) for q in questions]
+pipe, stop, encoded = served_workload()
 real_plan, row_cost = attention.plan_for, ragged.ROW_CALL_COST
 VARIANTS = {
     "plans": (real_plan, row_cost),
@@ -44,7 +39,7 @@ if args.row_costs:
     }
 rates: dict[tuple[int, str], dict[str, list[float]]] = {}
 for concurrency in args.concurrency:
-    prompts = [encoded[i % len(encoded)] for i in range(2 * concurrency)]
+    prompts = requests(encoded, concurrency)
     names = list(VARIANTS)
     for round_ in range(args.rounds):
         turn = round_ % len(names)

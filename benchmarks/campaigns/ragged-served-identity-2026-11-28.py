@@ -8,22 +8,17 @@ forwards were planned, and the first differing position of any that differ. Mach
 
 import argparse
 
-from specdec.benchmarks.data import load_spec_bench, spec_bench_path
+from served_workload import requests, served_workload
+
 from specdec.benchmarks.serving import serve
-from specdec.decoders import PlainDecoding, StopCriteria
+from specdec.decoders import PlainDecoding
 from specdec.engine import attention
-from specdec.models import load_model
-from specdec.pipeline import Pipeline, eos_token_ids
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--concurrency", type=int, default=16)
 args = parser.parse_args()
-loaded = load_model("smollm2-135m")
-pipe = Pipeline(loaded.model, loaded.tokenizer)
-stop = StopCriteria(128, eos_token_ids(loaded.model, loaded.tokenizer))
-questions = load_spec_bench(spec_bench_path(), per_task=5)
-encoded = [pipe.encode(q["prompt"], chat=True) for q in questions]
-prompts = [encoded[i % len(encoded)] for i in range(2 * args.concurrency)]
+pipe, stop, encoded = served_workload()
+prompts = requests(encoded, args.concurrency)
 planned, real_plan = [0, 0], attention.plan_for
 
 

@@ -61,8 +61,11 @@ class Pipeline:
     """A target model (and optional drafter) ready to generate.
 
     The engine (and its packed weights) is built once here and reused by every call. ``compile``:
-    the target's verify blocks run as a static-shape ``torch.compile`` graph
-    (:meth:`specdec.engine.Engine.compile_steps`); a drafter's own engine can opt in the same way.
+    the target's steps and verify blocks run as static-shape ``torch.compile`` graphs
+    (:meth:`specdec.engine.Engine.compile_steps`), those of one prompt with this pipeline's drafter
+    compiled here (plain decoding's too when there is no drafter; with a drafter reading the target's
+    hidden states, plain decoding compiles its own step at first use); a drafter's own engine can opt in
+    the same way.
     """
 
     def __init__(
@@ -85,21 +88,31 @@ class Pipeline:
         check_flag("pack_weights", pack_weights)
         check_flag("compile", compile, allow_none=False)
         self.model, self.tokenizer = model, tokenizer
-        self.engine = Engine(model, pack_weights=pack_weights, compile=compile)
+        # Compiled, the engine warms only the shapes this pipeline's decoding meets (warm_up below).
+        self.engine = Engine(model, pack_weights=pack_weights, compile=compile, warm_up=False)
         self.drafter = drafter
         if drafter is not None:
             drafter.validate(model, tokenizer)
             drafter.attach(self.engine)
         self.vocab_size = output_vocab_size(model)
+        self.warm_up(batched=False)
 
-    def warm_up(self) -> None:
-        """Compile now every shape a compiled engine's batches meet, with the hidden states this
-        pipeline's drafter reads (:meth:`~specdec.engine.Engine.warm_up_serving`), so that no request
-        waits through a compile; nothing to do without ``compile``."""
-        self.engine.warm_up_serving(() if self.drafter is None else self.drafter.target_hidden_layers)
+    def warm_up(self, batched: bool = True) -> None:
+        """Compile now every shape a compiled engine's steps meet, with the hidden states this pipeline's
+        drafter reads (:meth:`~specdec.engine.Engine.warm_up_serving`), so that no request waits through a
+        compile: one-token steps, and verify blocks where there is a drafter; ``batched``: also the shapes
+        of rows joining and leaving a batch (a server; not one prompt at a time). Nothing to do without
+        ``compile``."""
+        drafter = self.drafter
+        self.engine.warm_up_serving(
+            () if drafter is None else drafter.target_hidden_layers,
+            widths=(1,) if drafter is None else (1, 2),
+            batched=batched,
+        )
 
     def with_drafter(self, drafter: Drafter) -> Pipeline:
-        """A pipeline sharing this one's engine (and packed weights) with another drafter."""
+        """A pipeline sharing this one's engine (and packed weights) with another drafter (compiled: the
+        shapes only it meets compile at first use, or in its :meth:`warm_up`)."""
         if not isinstance(drafter, Drafter):
             raise InvalidArgumentError(
                 f"drafter must be a specdec Drafter (see make_drafter), got {drafter!r}"

@@ -365,3 +365,17 @@ def test_graph_replays_stay_right_as_rows_join_and_leave_in_place():
     for got, want in zip(_rows_come_and_go(graphed, x), _rows_come_and_go(padded, x), strict=True):
         assert torch.equal(got, want)
     assert len(graphed.graphs.graphs) >= 2  # the buckets of 4 and 2 rows, over the same buffers
+
+
+def test_a_compiled_pipeline_compiles_what_one_prompt_with_its_drafter_meets():
+    """Built compiled, a pipeline whose drafter reads the target's hidden states compiles those steps
+    then (not the plain ones its requests never run), and generating a prompt compiles nothing more."""
+    from torch._dynamo.utils import counters
+
+    target = make_llama(VOCAB, seed=0, layers=4)
+    torch._dynamo.reset()  # what this pipeline compiles, not what another test left cached
+    pipe = Pipeline(target, drafter=make_eagle3(target), compile=True)
+    graphs = counters["stats"]["unique_graphs"]
+    for method in (SpeculativeSampling(3), SpeculativeSampling("adaptive")):  # blocks, one-token steps
+        pipe.generate([3 + i % 300 for i in range(20)], method=method, max_new_tokens=24)
+    assert counters["stats"]["unique_graphs"] == graphs

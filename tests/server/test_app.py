@@ -296,7 +296,13 @@ def test_compile_builds_the_fast_engine_and_warms_it_up(monkeypatch):
             super().__init__(*args, **kwargs)  # eager: compiling a tiny model here would only cost time
 
     monkeypatch.setattr(server, "Pipeline", Recording)
-    monkeypatch.setattr(Engine, "warm_up_serving", lambda engine, hidden_layers: warmed.append(hidden_layers))
+    monkeypatch.setattr(Engine, "warm_up_serving", lambda engine, *a, **kw: warmed.append((a, kw)))
     build_app(MODEL, TOK, drafter=HiddenReader(), model_name="tiny", compile=True)
     build_app(MODEL, TOK, drafter=HiddenReader(), model_name="tiny")
-    assert built == [True, False] and warmed == [(1, 2)]  # with the hidden states its drafter reads
+    build_app(MODEL, TOK, model_name="tiny", compile=True)
+    assert built == [True, False, True]
+    # batches with the hidden states its drafter reads, its verify blocks too; plain decoding has none
+    assert [call for call in warmed if call[1]["batched"]] == [  # the pipelines warm one row themselves
+        (((1, 2),), {"widths": (1, 2), "batched": True}),
+        (((),), {"widths": (1,), "batched": True}),
+    ]

@@ -244,8 +244,6 @@ def run_generate(args: argparse.Namespace) -> None:
             drafter = make_drafter(args.drafter, target.model, target.tokenizer, **load)
     with console.status("compiling the target's steps" if args.compile else "building the engine"):
         pipe = Pipeline(target.model, target.tokenizer, drafter=drafter, compile=args.compile)
-        if args.compile:  # the drafter's passes too, so that --compare times steps, not compiles
-            pipe.warm_up()
     # Both runs of --compare draw with the same seed, so even sampled texts can be compared.
     seed = secrets.randbits(32) if args.seed is None and args.compare else args.seed
     kwargs = dict(
@@ -257,7 +255,9 @@ def run_generate(args: argparse.Namespace) -> None:
         stop=args.stop,
         chat=not args.no_chat,
     )
-    pipe.generate(args.prompt, method="plain", **{**kwargs, "max_new_tokens": 4})  # warm-up, validates input
+    # Validates the input; with --compare it also warms plain decoding's steps (compiled: their own graph
+    # where the drafter reads hidden states), which one token (the prefill's) does not run.
+    pipe.generate(args.prompt, method="plain", **{**kwargs, "max_new_tokens": 4 if args.compare else 1})
     results: dict[str, GenerationResult] = {}
     if args.compare or not method.needs_drafter:
         with console.status("plain decoding (baseline)"):

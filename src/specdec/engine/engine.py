@@ -57,6 +57,10 @@ class Engine(BatchState, BlockLayout, StaticSteps):
             saved 2-9 % of a one-token target step and 2-14 % of a verify block, by machine, for ~40 s
             of compiling per graph (``benchmarks/COMPILE_PROBE_2026-11-27j.md``); on an H100 it made
             plain decoding 10-15× HF ``generate`` (``benchmarks/ENGINE_SPEED_GPU.md``).
+        warm_up: with ``compile``, compile the one-row steps without hidden states now, so that no
+            generation pays a compile midway; ``False`` leaves them to first use, for a caller that
+            warms the shapes its batches meet itself (:meth:`warm_up_serving`): each graph compiled and
+            never met costs ~40-90 s of a 2-core CPU's start-up.
         lean: run blocks of token ids through :func:`~specdec.engine.lean.lean_forward` (the model's
             own modules without transformers' per-call wrappers); ``None`` means "when it gives this
             model's logits bit for bit", checked on a probe at construction. Blocks that ask for
@@ -70,6 +74,7 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         pack_weights: bool | None = None,
         compile: bool = False,
         lean: bool | None = None,
+        warm_up: bool = True,
     ):
         check_rollback_support(model)
         if pack_weights is None:
@@ -110,9 +115,9 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         self.upkeep_seconds = 0.0
         if compile:
             if self.device.type == "cuda":
-                self.capture_graphs(compile=True)
+                self.capture_graphs(compile=True, warm_up=warm_up)
             else:
-                self.compile_steps(one_token=True)
+                self.compile_steps(warm_up=warm_up, one_token=True)
 
     # -- forward -------------------------------------------------------------------------------
     @torch.inference_mode()

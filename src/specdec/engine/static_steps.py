@@ -34,7 +34,12 @@ class StaticSteps:
     graphs: StepGraphs | None
 
     def capture_graphs(
-        self, width: int = STATIC_WIDTHS, *, capture: bool | None = None, compile: bool = False
+        self,
+        width: int = STATIC_WIDTHS,
+        *,
+        capture: bool | None = None,
+        compile: bool = False,
+        warm_up: bool = True,
     ) -> None:
         """Run every block of up to ``width`` token ids as one static step of exactly ``width``
         tokens, replayed from a CUDA graph (``capture``; default: on CUDA). A block that asks for hidden
@@ -49,7 +54,8 @@ class StaticSteps:
         nothing (a step reads every weight once either way). ``capture=False`` runs the same padded
         steps without graphs (any device; what a graph replays, for checking it). ``compile``: the
         captured step is the model under ``torch.compile`` (inductor's fused kernels: a graph of
-        eager kernels still pays a few µs for each of the hundreds of small ones); it compiles now.
+        eager kernels still pays a few µs for each of the hundreds of small ones); it compiles now
+        (``warm_up``) or at first use.
         """
         capture = self.device.type == "cuda" if capture is None else capture
         if capture and self.device.type != "cuda":
@@ -59,7 +65,8 @@ class StaticSteps:
         self.graphs = StepGraphs(self._static_step, width, self.device, capture)
         if compile:
             self.compile_steps(warm_up=False)
-            self._warm_up((2, 1))  # an eager prefill, then the padded step: compiled and captured
+            if warm_up:
+                self._warm_up((2, 1))  # an eager prefill, then the padded step: compiled and captured
 
     def _replay(
         self, tokens, mask, positions, key_pos, write_slots, width: int, hidden_layers=(), given: Given = None
@@ -177,12 +184,15 @@ class StaticSteps:
         return {1, 2, heads, config.num_attention_heads, head_dim, self.graphs.width if self.graphs else 1}
 
     @torch.inference_mode()
-    def warm_up_serving(self, hidden_layers: Sequence[int] = ()) -> None:
-        """Compile now the steps a server's batch meets, with ``hidden_layers`` (its drafter's): one row,
-        rows joining it (the cache then keeps spare rows), and one row left in that wider cache, each
-        with a one-token step and a verify block — shapes dynamo compiles apart. A server that skips
-        this compiles them under its first requests (~40 s each on a 2-core CPU). Nothing to do on an
-        eager engine."""
+    def warm_up_serving(
+        self, hidden_layers: Sequence[int] = (), widths: Sequence[int] = (1, 2), batched: bool = True
+    ) -> None:
+        """Compile now the steps a batch meets, with ``hidden_layers`` (its drafter's): one row and, where
+        ``batched`` (a server), rows joining it (the cache then keeps spare rows) and one row left in that
+        wider cache, each with a block of each of ``widths`` tokens (a one-token step; 2: a verify block)
+        — shapes dynamo compiles apart. A server that skips this compiles them under its first requests
+        (~40-90 s each on a 2-core CPU); each one it compiles and never meets (plain decoding has no verify
+        blocks, one prompt no joining rows) costs as much at start-up. Nothing to do on an eager engine."""
         if (self.compiled is None and self.graphs is None) or self.cache is not None:
             return
         taken = self._model_sizes()
@@ -191,18 +201,19 @@ class StaticSteps:
         capacity = self._untied_capacity(len(prompt) + 24, taken | {rows, graph_rows(rows)})
         try:
             self.start([prompt], extra_slots=capacity - len(prompt), hidden_layers=hidden)
-            self._step_and_block(hidden)
-            self.admit([prompt] * (rows - 1), hidden_layers=hidden)
-            self._step_and_block(hidden)
-            self.release(range(1, rows))
-            self._step_and_block(hidden)
+            self._blocks(widths, hidden)
+            if batched:
+                self.admit([prompt] * (rows - 1), hidden_layers=hidden)
+                self._blocks(widths, hidden)
+                self.release(range(1, rows))
+                self._blocks(widths, hidden)
         finally:
             self.cache = None
             self._drop_graphs()
 
-    def _step_and_block(self, hidden_layers: tuple[int, ...]) -> None:
-        """A one-token step and a two-token block over the running batch."""
-        for width in (1, 2):
+    def _blocks(self, widths: Sequence[int], hidden_layers: tuple[int, ...]) -> None:
+        """A block of each of ``widths`` tokens over the running batch."""
+        for width in widths:
             tokens = torch.zeros(self.batch_size, width, dtype=torch.long, device=self.device)
             self.extend(tokens, hidden_layers=hidden_layers)
 

@@ -1,11 +1,11 @@
 #!/bin/bash
 # Session 2026-11-28 (thirty-seventh), issue 20, CAMPAIGN.md next run 6: `--compile`'s start-up before and after the
 # warm-up compiled only the shapes a caller meets (a plain server no verify blocks, `generate` no batch shapes, no
-# pipeline the plain one-row steps its drafter's hidden-state steps replace). For each worktree given (old, new, old,
-# new: the machine drifts), with an empty inductor cache every time: `generate --compile` with the default drafter
-# (32 tokens, greedy; seconds to its end), then `serve --compile` with it (seconds to healthy, then one request,
+# pipeline the plain one-row steps its drafter's hidden-state steps replace). For each worktree given (old, new, ...),
+# with an empty inductor cache every time: `generate --compile` with the default drafter (32 tokens, greedy; seconds
+# to its end and the graphs dynamo compiled), then `serve --compile` with it (seconds to healthy, then one request,
 # whose text is compared with eager plain decoding's). Writes benchmarks/results/compile_start_ab_<stamp>.log.
-#   benchmarks/campaigns/compile-start-ab-2026-11-28.sh /work/bench-old /work/bench-new /work/bench-old /work/bench-new
+#   benchmarks/campaigns/compile-start-ab-2026-11-28.sh /work/bench-old /work/bench-new
 set -uo pipefail
 source /work/main/.venv/bin/activate
 export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 HF_HUB_OFFLINE=1
@@ -17,8 +17,14 @@ for TREE in "$@"; do
   TORCHINDUCTOR_CACHE_DIR=$(mktemp -d /tmp/inductor-cold.XXXX)
   C=$(git -C "$TREE" rev-parse --short HEAD)
   s=$(date +%s.%N)
-  specdec generate --compile --drafter $D --max-new-tokens 32 "$Q" > /tmp/compile-start-generate.txt 2>&1
-  rc=$? e=$(date +%s.%N); echo "$C generate --compile: $(echo "$e - $s" | bc) s (exit $rc)" | tee -a "$LOG"
+  python - --compile --drafter $D --max-new-tokens 32 "$Q" > /tmp/compile-start-generate.txt 2>&1 <<'PY'
+import sys
+from torch._dynamo.utils import counters
+from specdec.cli.main import main
+code = main(["generate", *sys.argv[1:]])
+print("graphs compiled:", counters["stats"]["unique_graphs"], "exit", code)
+PY
+  e=$(date +%s.%N); echo "$C generate --compile: $(echo "$e - $s" | bc) s, $(grep 'graphs compiled' /tmp/compile-start-generate.txt)" | tee -a "$LOG"
   TORCHINDUCTOR_CACHE_DIR=$(mktemp -d /tmp/inductor-cold.XXXX)
   s=$(date +%s.%N)
   specdec serve --compile --drafter $D --port 8765 > /tmp/compile-start-serve.log 2>&1 &

@@ -255,9 +255,11 @@ def run_generate(args: argparse.Namespace) -> None:
         stop=args.stop,
         chat=not args.no_chat,
     )
-    # Validates the input; with --compare it also warms plain decoding's steps (compiled: their own graph
-    # where the drafter reads hidden states), which one token (the prefill's) does not run.
-    pipe.generate(args.prompt, method="plain", **{**kwargs, "max_new_tokens": 4 if args.compare else 1})
+    # Validates the input and warms what is timed below. Compiled, plain decoding's steps are graphs of their
+    # own where the drafter reads the target's hidden states: they compile only when --compare times them.
+    warm_up = ["plain"] if args.compare or drafter is None else []
+    for warm in warm_up + ([method] if drafter is not None else []):
+        pipe.generate(args.prompt, method=warm, **{**kwargs, "max_new_tokens": 4})
     results: dict[str, GenerationResult] = {}
     if args.compare or not method.needs_drafter:
         with console.status("plain decoding (baseline)"):

@@ -4,6 +4,7 @@ from transformers import MistralConfig, MistralForCausalLM
 
 from specdec.engine import Engine, PackedLinear, packing_supported
 from specdec.engine.cache import SlotLayer
+from specdec.engine.modeling import with_cache
 from specdec.errors import CacheMemoryError, InvalidArgumentError, PromptError, UnsupportedCacheError
 from tiny import make_gpt2, make_llama
 
@@ -387,7 +388,7 @@ def test_reserved_slots_are_invisible_unless_a_query_asks(model, pack):
         positions = torch.arange(13)[None]
         key_pos = torch.cat([torch.full((1, 3), 2**40), positions], dim=1)
         mask = attention_masks(model.config, model.dtype, hidden_mask, positions, key_pos)
-        ref = model(seq, position_ids=positions, past_key_values=past, attention_mask=mask).logits
+        ref = model(seq, position_ids=positions, attention_mask=mask, **with_cache(model, past)).logits
     torch.testing.assert_close(ask[:, -1], ref[:, -1], rtol=1e-5, atol=1e-5)
     assert (ask[:, -1] - expected[:, 0]).abs().max() > 1e-3  # the prefix does change what it sees
 

@@ -24,10 +24,17 @@ class OldStyle(nn.Module):
         return input_ids
 
 
+class PassesOn(NewStyle):
+    def forward(self, *args, **kwargs):
+        return super().forward(*args, **kwargs)
+
+
 def test_the_cache_goes_under_the_name_the_forward_takes():
     cache = object()
     assert with_cache(NewStyle(), cache) == {"cache": cache}  # transformers >= 5.24
     assert with_cache(OldStyle(), cache) == {"past_key_values": cache}  # 5.23
+    # a subclass passing *args, **kwargs on takes its parent's (the old name would fail from 5.40)
+    assert with_cache(PassesOn(), cache) == {"cache": cache}
 
 
 @pytest.mark.parametrize(("make", "lean"), [(make_llama, None), (make_llama, False), (make_gpt2, None)])

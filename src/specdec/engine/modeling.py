@@ -58,8 +58,15 @@ def with_cache(module: nn.Module, cache: object) -> dict[str, object]:
 
 @functools.cache
 def _cache_parameter(module_type: type) -> str:
-    parameters = inspect.signature(module_type.forward).parameters
-    return "cache" if "cache" in parameters else "past_key_values"
+    """The name the first forward up the class hierarchy that names one takes: a subclass whose forward
+    passes ``*args, **kwargs`` on (a wrapper adding soft-capping, say) takes what its parent's does."""
+    for owner in module_type.__mro__:
+        forward = owner.__dict__.get("forward")
+        parameters = inspect.signature(forward).parameters if forward is not None else {}
+        for name in ("cache", "past_key_values"):
+            if name in parameters:
+                return name
+    return "past_key_values"
 
 
 def context_size(model: PreTrainedModel) -> int | None:

@@ -6,6 +6,7 @@ from specdec.engine import Engine, PackedLinear, packing_supported
 from specdec.engine.cache import SlotLayer
 from specdec.engine.modeling import with_cache
 from specdec.errors import CacheMemoryError, InvalidArgumentError, PromptError, UnsupportedCacheError
+from specdec.pipeline import Pipeline
 from tiny import make_gpt2, make_llama
 
 VOCAB = 320
@@ -458,6 +459,8 @@ def test_a_model_torch_compile_cannot_compile_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(engine_module.torch, "compile", failing)
     with pytest.raises(InvalidArgumentError, match="compile=False"):
         Engine(make_llama(VOCAB, seed=2), compile=True)
+    with pytest.raises(InvalidArgumentError, match="compile=False"):  # compiling in the pipeline's warm-up
+        Pipeline(make_llama(VOCAB, seed=2), compile=True)
 
 
 def test_admitted_rows_match_running_alone_and_leave_the_others_untouched(model):

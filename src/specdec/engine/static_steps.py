@@ -65,8 +65,8 @@ class StaticSteps:
         self.graphs = StepGraphs(self._static_step, width, self.device, capture)
         if compile:
             self.compile_steps(warm_up=False)
-            if warm_up:
-                self._warm_up((2, 1))  # an eager prefill, then the padded step: compiled and captured
+            if warm_up:  # an eager prefill, then the padded step: compiled and captured
+                self.warm_up_serving(widths=(1,), batched=False)
 
     def _replay(
         self, tokens, mask, positions, key_pos, write_slots, width: int, hidden_layers=(), given: Given = None
@@ -141,32 +141,8 @@ class StaticSteps:
         torch._dynamo.config.specialize_float = True
         self.compiled = torch.compile(self.model, dynamic=True)
         self._smallest_static = 1 if one_token else 2
-        if warm_up:
-            # The first block is eager (it allocates the cache), then each graph once.
-            self._warm_up((2, 1, 2) if one_token else (2, 2))
-
-    def _warm_up(self, widths: Sequence[int]) -> None:
-        """Run blocks of ``widths`` tokens on a scratch one-row batch, so compiles happen now.
-
-        Its capacity differs from every other size the step's inputs have: dynamo's duck sizing gives
-        equal sizes one symbol, so a first capacity equal to, say, the head dimension ties the two
-        and the next capacity recompiles (64 slots on a 64-wide head: 13 s of a GPU run).
-        """
-        if self.cache is not None:
-            return
-        self.reset(1, self._untied_capacity(9, self._model_sizes() | set(widths)))
-        try:
-            for width in widths:
-                self.extend(torch.zeros(1, width, dtype=torch.long, device=self.device))
-        except RuntimeError as err:  # dynamo / inductor failures are RuntimeErrors
-            self.compiled = None
-            raise InvalidArgumentError(
-                f"torch.compile could not compile {type(self.model).__name__}'s step "
-                f"({type(err).__name__}); use the eager engine (compile=False)"
-            ) from err
-        finally:
-            self.cache = None
-            self._drop_graphs()
+        if warm_up:  # the prompt's prefill is eager (it allocates the cache), then each graph once
+            self.warm_up_serving(widths=(1, 2) if one_token else (2,), batched=False)
 
     def _untied_capacity(self, least: int, taken: set[int]) -> int:
         """The smallest capacity wish from ``least`` on whose allocated slots are none of ``taken``."""
@@ -192,7 +168,12 @@ class StaticSteps:
         wider cache, each with a block of each of ``widths`` tokens (a one-token step; 2: a verify block)
         — shapes dynamo compiles apart. A server that skips this compiles them under its first requests
         (~40-90 s each on a 2-core CPU); each one it compiles and never meets (plain decoding has no verify
-        blocks, one prompt no joining rows) costs as much at start-up. Nothing to do on an eager engine."""
+        blocks, one prompt no joining rows) costs as much at start-up. Nothing to do on an eager engine.
+
+        The scratch batch's sizes (capacity, rows) differ from every other size the step's inputs have:
+        dynamo's duck sizing gives equal sizes one symbol, so a first capacity equal to, say, the head
+        dimension ties the two and the next capacity recompiles (64 slots on a 64-wide head: 13 s of a
+        GPU run)."""
         if (self.compiled is None and self.graphs is None) or self.cache is not None:
             return
         taken = self._model_sizes()
@@ -207,6 +188,12 @@ class StaticSteps:
                 self._blocks(widths, hidden)
                 self.release(range(1, rows))
                 self._blocks(widths, hidden)
+        except RuntimeError as err:  # dynamo / inductor failures are RuntimeErrors
+            self.compiled = None
+            raise InvalidArgumentError(
+                f"torch.compile could not compile {type(self.model).__name__}'s step "
+                f"({type(err).__name__}); use the eager engine (compile=False)"
+            ) from err
         finally:
             self.cache = None
             self._drop_graphs()

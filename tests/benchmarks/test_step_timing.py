@@ -15,6 +15,7 @@ def test_timed_steps_leave_the_context_as_it_was(tiny_llama):
     times = timed_steps(engine, token, steps=6)
     assert len(times) == 6 and all(t > 0 for t in times)
     assert engine.slots.length == 12  # every step rolled back: each one saw the same 12-token context
+    assert len(timed_steps(engine, token.expand(1, 3), steps=2)) == 2 and engine.slots.length == 12  # a block
     assert torch.equal(engine.extend(token).logits, before)
 
 

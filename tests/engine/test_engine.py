@@ -97,10 +97,11 @@ def test_block_and_single_steps_agree():
 
 
 @pytest.mark.parametrize("one_token", [False, True])
-def test_compiled_static_steps_match_eager_steps(one_token):
+def test_compiled_static_steps_match_eager_steps(one_token, monkeypatch):
     """A compiled engine's blocks (full-capacity masks, slot indices as a tensor) compute what the
     eager engine computes, through padding rows, a tree block, rollback, compaction and growth; the
-    prefill, blocks wider than STATIC_WIDTHS and (unless ``one_token``) one-token steps stay eager."""
+    prefill, blocks wider than STATIC_WIDTHS and (unless ``one_token``) one-token steps stay eager.
+    Its graphs compute each group of shared-input linears once, as the eager engine does."""
     from specdec.engine.engine import STATIC_WIDTHS
 
     model = make_llama(VOCAB, seed=2, hidden=64)
@@ -133,6 +134,11 @@ def test_compiled_static_steps_match_eager_steps(one_token):
     )
     # All but the prefill and the too-wide block, and the one-token step unless it compiles too.
     assert len(calls) == len(outs[id(eager)]) - 2 - (not one_token)
+    kernels, compute = [], PackedLinear.compute
+    monkeypatch.setattr(PackedLinear, "compute", lambda self, x: kernels.append(self) or compute(self, x))
+    compiled.extend(x[:, 50:52])
+    assert len(calls) == len(outs[id(eager)]) - 1 - (not one_token)  # a compiled block
+    assert len(kernels) == 4 * model.config.num_hidden_layers + 1  # qkv, o, gate-up and down a layer; head
 
 
 def _counting(fn, calls):

@@ -27,12 +27,12 @@ def primed_token(engine: Engine, context: int, room: int, seed: int = 0) -> torc
 
 @torch.inference_mode()
 def timed_steps(engine: Engine, token: torch.Tensor, steps: int) -> list[float]:
-    """Wall seconds of ``steps`` one-token ``extend`` calls of ``token``, each rolled back, so the
-    engine's context is the same before and after."""
+    """Wall seconds of ``steps`` ``extend`` calls of ``token`` (``[1, 1]``, or ``[1, n]`` to time a
+    verify-sized block), each rolled back, so the engine's context is the same before and after."""
     times = []
     for _ in range(steps):
         start = time.perf_counter()
         engine.extend(token)
         times.append(time.perf_counter() - start)
-        engine.rollback(1)
+        engine.rollback(token.shape[1])
     return times

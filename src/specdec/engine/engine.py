@@ -22,7 +22,7 @@ from specdec.engine.attention import use_grouped_attention
 from specdec.engine.batch import BatchState
 from specdec.engine.cache import SlotCache
 from specdec.engine.graphs import StepGraphs, masks_to
-from specdec.engine.kernels import pack_linear_layers, packing_supported
+from specdec.engine.kernels import pack_linear_layers, packing_supported, two_token_forward
 from specdec.engine.layout import BlockLayout
 from specdec.engine.lean import lean_forward, lean_forward_matches
 from specdec.engine.modeling import (
@@ -84,9 +84,11 @@ class Engine(BatchState, BlockLayout, StaticSteps):
                 "pack_weights=True needs an fp32 model (or bf16 where oneDNN has bf16 kernels for this CPU) "
                 "on CPU with oneDNN available"
             )
-        # The packed copy is the engine's own (its config too): its attention reads grouped key/value
-        # heads in place in blocks of several tokens (engine/attention.py); the user's model is untouched.
-        self.model = use_grouped_attention(pack_linear_layers(model)) if pack_weights else model
+        # The packed copy is the engine's own (its config too): linears reading one input packed as one,
+        # attention reading grouped key/value heads in place (engine/attention.py). The user's model stays.
+        self.model = (
+            use_grouped_attention(pack_linear_layers(model, two_token_forward)) if pack_weights else model
+        )
         self.config = model.config
         self.max_positions = context_size(model)
         self.device = next(model.parameters()).device

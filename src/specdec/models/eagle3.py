@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import (
@@ -29,9 +28,9 @@ from transformers.models.llama.modeling_llama import (
     LlamaRMSNorm,
     LlamaRotaryEmbedding,
     apply_rotary_pos_emb,
-    repeat_kv,
 )
 
+from specdec.engine.attention import grouped_attention
 from specdec.errors import InvalidArgumentError
 
 
@@ -68,10 +67,9 @@ class Eagle3Attention(nn.Module):
         v = self.v_proj(x).view(batch, width, self.kv_heads, self.head_dim).transpose(1, 2)
         q, k = apply_rotary_pos_emb(q, k, *rotary)
         keys, values = (k, v) if past is None else (torch.cat([past[0], k], 2), torch.cat([past[1], v], 2))
-        groups = self.heads // self.kv_heads
-        out = F.scaled_dot_product_attention(
-            q, repeat_kv(keys, groups), repeat_kv(values, groups), attn_mask=mask
-        )
+        # each key/value head read in place by its group of query heads: repeat_kv copied the whole
+        # context per head per call (8.6 -> 2.3 ms for 16 rows of 600 pairs, benchmarks/CAMPAIGN.md)
+        out = grouped_attention(q, keys, values, mask)
         return self.o_proj(out.transpose(1, 2).reshape(batch, width, -1)), k, v
 
 

@@ -120,12 +120,13 @@ class SharedInputLinears(nn.Module):
     """Sibling linear layers that read one input (an attention's q/k/v projections, an MLP's gate and
     up), packed as one weight: one kernel call where there were two or three.
 
-    Each oneDNN call costs ~50 µs outside its kernel, about half a small layer's time at one row (a
-    SmolLM2 step makes 211 such calls; grouped, 121). Members (:class:`SharedInputMember`) take their
-    slices of one product. The group computes it when a member meets an input the group has not
-    computed (by identity) or has already given that member, and forgets it once every member has
-    taken its slice: whatever order a model calls them in, a member only ever gets its own slice of
-    its own input's product, so rows stay batch-invariant as in :class:`PackedLinear`.
+    Each oneDNN call spends ~30 µs around its kernel (a SmolLM2 step makes 211 calls; grouped, 121:
+    about 2 % of a step on a Cascade Lake Xeon, ``benchmarks/CAMPAIGN.md``). Members
+    (:class:`SharedInputMember`) take their slices of one product. The group computes it when a member
+    meets an input the group has not computed (by identity) or has already given that member, and
+    forgets it once every member has taken its slice: whatever order a model calls them in, a member
+    only ever gets its own slice of its own input's product, so rows stay batch-invariant as in
+    :class:`PackedLinear`.
     """
 
     def __init__(self, linears: Sequence[nn.Linear]):

@@ -10,14 +10,11 @@ set -uo pipefail
 source /work/main/.venv/bin/activate
 export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 HF_HUB_OFFLINE=1
 R=/work/main/benchmarks/results
-for tree in old new; do
-  commit=$1; [ $tree = new ] && commit=$2
-  [ -d /work/bench-$tree ] || git -C /work/main worktree add -q --detach /work/bench-$tree "$commit" || exit 1
-  git -C /work/bench-$tree checkout -q --detach "$commit" || exit 1
-done
+source "$(dirname "$0")/ab-worktrees-common.sh"
+ab_worktrees "$1" "$2"
 for round in 1 2; do
   for tree in old new; do
-    echo "== $tree round $round $(date -Is) $(lscpu | grep 'Model name') commit $(git -C /work/bench-$tree rev-parse --short HEAD)"
+    ab_banner $tree $round
     (cd /work/bench-$tree && PYTHONPATH=/work/bench-$tree/src specdec bench server \
       --drafter lookup+int8:tree-2:eagle3:smollm2-135m-eagle3 --concurrency 16 --rounds 2 --streams 20 \
       --out $R/head_attention_serve_ab_2026-11-28_${tree}_r$round.json \

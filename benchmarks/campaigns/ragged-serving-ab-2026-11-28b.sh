@@ -11,14 +11,11 @@ source /work/main/.venv/bin/activate
 export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 HF_HUB_OFFLINE=1
 unset MALLOC_CONF
 R=/work/main/benchmarks/results
-for tree in old new; do
-  commit=$1; [ $tree = new ] && commit=$2
-  [ -d /work/bench-$tree ] || git -C /work/main worktree add -q --detach /work/bench-$tree "$commit" || exit 1
-  git -C /work/bench-$tree checkout -q --detach "$commit" || exit 1
-done
+source "$(dirname "$0")/ab-worktrees-common.sh"
+ab_worktrees "$1" "$2"
 for round in 1 2; do
   for tree in old new; do
-    echo "== $tree round $round $(date -Is) $(lscpu | grep 'Model name') commit $(git -C /work/bench-$tree rev-parse --short HEAD)"
+    ab_banner $tree $round
     (cd /work/bench-$tree && PYTHONPATH=/work/bench-$tree/src specdec bench serving --drafters "" \
       --concurrency ${CONCURRENCY:-16 64} --out $R/ragged_serving_ab_2026-11-28b_${tree}_r$round.json \
       --markdown /work/runs/ragged_serving_ab_b_${tree}_r$round.md)

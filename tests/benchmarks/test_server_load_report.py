@@ -63,3 +63,16 @@ def test_the_markdown_has_one_row_per_concurrency_and_loop():
     ]
     assert [line.split(" | ")[1] for line in table] == ["off", "server", "off (repeat)"] * 2
     assert all("2 × 4" in line and "1.00× [1.00, 1.00]" in line for line in table)
+
+
+def test_the_page_names_the_drafter_weights_the_run_used():
+    report = {
+        "machine": {"command": "specdec bench server", "date": "d", "cpu": "c", "cores": 2, "torch": "t"},
+        "model": "m",
+        "drafter": "int8:eagle3:smollm2-135m-eagle3",
+        "drafter_digest": "0123456789abcdef",
+        "loops": [loop(1, name, 0, 10.0) for name, _ in rotated(0)],
+        "burst": {"streams": 4, "failed": 0, "differ_from_alone": 0, "rss_mib": [1.0, 2.0, 3.0]},
+    }
+    assert "int8:eagle3:smollm2-135m-eagle3 (weights sha256 0123456789abcdef)" in markdown(report)
+    assert "weights sha256" not in markdown(report | {"drafter_digest": None})

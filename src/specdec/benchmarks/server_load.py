@@ -32,7 +32,7 @@ from specdec.benchmarks.library_baseline import library_speedup
 from specdec.benchmarks.report import machine_info
 from specdec.benchmarks.server_load_report import markdown, rotated
 from specdec.errors import InvalidArgumentError
-from specdec.models.packaged import default_drafter
+from specdec.models.packaged import default_drafter, drafter_digest
 
 QUESTIONS = [
     "Explain what a hash table is.",
@@ -232,6 +232,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
     try:
         pid = server.pid if server else None
         report = {"machine": machine_info(), "model": args.model, "drafter": args.drafter}
+        report["drafter_digest"] = drafter_digest(args.drafter) if args.drafter and not args.url else None
         report["rounds"] = args.rounds
         report["burst"] = asyncio.run(burst(url, request_mix(args.streams), pid))
         print(json.dumps(report["burst"]), flush=True)

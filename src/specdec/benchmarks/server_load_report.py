@@ -50,6 +50,11 @@ def aggregate(loops: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (r["concurrency"], order.get(r["label"], 3)))
 
 
+def _weights(digest: str | None) -> str:
+    """The drafter's weights named in the page, where it has any."""
+    return f" (weights sha256 {digest})" if digest else ""
+
+
 def markdown(report: dict) -> str:
     m, b = report["machine"], report["burst"]
     memory = " / ".join("–" if v is None else f"{v:.0f}" for v in b["rss_mib"])
@@ -59,7 +64,8 @@ def markdown(report: dict) -> str:
         "",
         f"Produced by `{m['command']}` at commit {m.get('commit')} on {m['date']} ({m['cpu']}, "
         f"{m['cores']} cores, torch {m['torch']}). Model {report['model']}, drafter "
-        f"{report['drafter'] or '(none)'}, over HTTP on 127.0.0.1, streaming chat completions.",
+        f"{report['drafter'] or '(none)'}{_weights(report.get('drafter_digest'))}, over HTTP on 127.0.0.1, "
+        "streaming chat completions.",
         "",
         f"**Burst**: {b['streams']} concurrent streams (lengths 8-64, greedy and seeded sampling): "
         f"{b['failed']} failed, {b['differ_from_alone']} differ from the same request sent alone; server "

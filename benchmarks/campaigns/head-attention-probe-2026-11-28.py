@@ -26,7 +26,9 @@ from transformers.models.llama.modeling_llama import repeat_kv
 from specdec.benchmarks.report import machine_info
 from specdec.drafters import make_drafter
 from specdec.models import load_model
+from specdec.models.packaged import drafter_digest
 
+SPEC = "int8:eagle3:smollm2-135m-eagle3"
 CASES = [(1, 300, 1), (1, 300, 4), (1, 1000, 1), (8, 300, 2), (16, 600, 1)]  # (B, S, T)
 
 
@@ -50,7 +52,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     target = load_model("smollm2-135m")
-    head = make_drafter("int8:eagle3:smollm2-135m-eagle3", target.model, target.tokenizer).head
+    head = make_drafter(SPEC, target.model, target.tokenizer).head
     attention = head.layers[0].self_attn
     width, generator = head.config.hidden_size, torch.Generator().manual_seed(0)
     results = {}
@@ -74,7 +76,13 @@ def main() -> None:
         results[f"B={batch} S={cached} T={new}"] = {
             k: round(1000 * statistics.median(v), 3) for k, v in times.items()
         }
-    record = {"what": __doc__.splitlines()[0], "median_head_call_ms": results, "machine": machine_info()}
+    record = {
+        "what": __doc__.splitlines()[0],
+        "drafter": SPEC,
+        "drafter_digest": drafter_digest(SPEC),
+        "median_head_call_ms": results,
+        "machine": machine_info(),
+    }
     args.out.write_text(json.dumps(record, indent=1))
     print(json.dumps(results, indent=1))
 

@@ -101,11 +101,11 @@ def test_compiled_static_steps_match_eager_steps(one_token, monkeypatch):
     """A compiled engine's blocks (full-capacity masks, slot indices as a tensor) compute what the
     eager engine computes, through padding rows, a tree block, rollback, compaction and growth; the
     prefill, blocks wider than STATIC_WIDTHS and (unless ``one_token``) one-token steps stay eager.
-    Its graphs compute each group of shared-input linears once, as the eager engine does."""
+    Its graphs run the user's own weights (inductor's GEMMs), never the eager engine's packed kernels."""
     from specdec.engine.engine import STATIC_WIDTHS
 
     model = make_llama(VOCAB, seed=2, hidden=64)
-    x = torch.randint(3, VOCAB, (2, 60), generator=torch.Generator().manual_seed(0))
+    x = torch.randint(3, VOCAB, (2, 80), generator=torch.Generator().manual_seed(0))
     eager, compiled = Engine(model), Engine(model)
     compiled.compile_steps(one_token=one_token)
     calls = []
@@ -138,6 +138,8 @@ def test_compiled_static_steps_match_eager_steps(one_token, monkeypatch):
     monkeypatch.setattr(PackedLinear, "compute", lambda self, x: kernels.append(self) or compute(self, x))
     compiled.extend(x[:, 50:52])
     assert len(calls) == len(outs[id(eager)]) - 1 - (not one_token)  # a compiled block
+    assert kernels == []
+    compiled.extend(x[:, 52 : 53 + STATIC_WIDTHS])  # too wide: the eager engine's packed kernels
     assert len(kernels) == 4 * model.config.num_hidden_layers + 1  # qkv, o, gate-up and down a layer; head
 
 

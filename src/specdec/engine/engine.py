@@ -10,7 +10,7 @@ and rollback, so decoders never touch the cache.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from functools import partial
 
@@ -89,6 +89,7 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         self.model = (
             use_grouped_attention(pack_linear_layers(model, two_token_forward)) if pack_weights else model
         )
+        self.user_model = model  # what compiled steps run (engine/compiling.py), packed or not
         self.config = model.config
         self.max_positions = context_size(model)
         self.device = next(model.parameters()).device
@@ -109,7 +110,7 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         # length growing by one slot a step would be a new shape every step. Rounded, a few serve all.
         self.read_bucket = 64 if self.device.type == "cuda" else 1
         self.cache: SlotCache | None = None
-        self.compiled: nn.Module | None = None
+        self.compiled: Callable | None = None
         self.graphs: StepGraphs | None = None
         self._smallest_static = 2
         # Seconds spent compacting and growing the cache (host clock): amortised upkeep that a step

@@ -6,11 +6,11 @@ depend on it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
-from torch import nn
 
+from specdec.engine.compiling import compile_step
 from specdec.engine.graphs import Given, StepGraphs
 from specdec.engine.lean import lean_forward
 from specdec.engine.modeling import attention_masks, with_cache
@@ -30,7 +30,7 @@ def graph_rows(batch_size: int) -> int:
 class StaticSteps:
     """Compiled and graphed steps, mixed into the engine (they read its model, cache and slot table)."""
 
-    compiled: nn.Module | None
+    compiled: Callable | None
     graphs: StepGraphs | None
 
     def capture_graphs(
@@ -123,14 +123,14 @@ class StaticSteps:
     def compile_steps(self, warm_up: bool = True, one_token: bool = False) -> None:
         """Run blocks of 2 to ``STATIC_WIDTHS`` tokens through ``torch.compile`` from now on.
 
-        The same modules and weights under inductor, with symbolic width and capacity: one graph for
-        every verify block, kept in inductor's on-disk cache for the next process. ``one_token`` adds
-        a graph for one-token steps (dynamo specialises sizes of 1): on 2-core CPUs it saved 2-9 % of
-        a target step for as long a compile again, while the lean eager step serves a two-layer draft
-        better (``benchmarks/COMPILE_PROBE.md``, ``benchmarks/COMPILE_PROBE_2026-11-27j.md``). ``warm_up``
-        compiles now, on a scratch one-row batch, so no generation pays a compile midway (batches
-        of several rows, and passes returning hidden states, compile on first use, or in
-        :meth:`warm_up_serving`).
+        The user's model (its own weights, not the engine's packed copy) under inductor, with symbolic
+        width and capacity: one graph for every verify block, kept in inductor's on-disk cache for the
+        next process; on a CPU with inductor's C++ GEMM kernels on frozen weights (:mod:`specdec.engine.
+        compiling`: fast at one row where the eager engine's oneDNN kernels are not; logits equal to the
+        eager engine's to fp32 rounding, not bit for bit). ``one_token`` adds a graph for one-token
+        steps (dynamo specialises sizes of 1). ``warm_up`` compiles now, on a scratch one-row batch, so
+        no generation pays a compile midway (batches of several rows, and passes returning hidden
+        states, compile on first use, or in :meth:`warm_up_serving`).
         """
         # Every compiled model's graphs share one dynamo cache (transformers' forward wrapper is one
         # function for all models of a kind), whose default limit of 8 entries a target and a draft
@@ -139,7 +139,7 @@ class StaticSteps:
         # Float attributes (norm eps, attention scale) as constants: left symbolic, dynamo traced each
         # graph twice (a restart in its scalar pass), 110 s instead of 80 s for the target's two graphs.
         torch._dynamo.config.specialize_float = True
-        self.compiled = torch.compile(self.model, dynamic=True)
+        self.compiled = compile_step(self.user_model, self.device)
         self._smallest_static = 1 if one_token else 2
         if warm_up:  # the prompt's prefill is eager (it allocates the cache), then each graph once
             self.warm_up_serving(widths=(1, 2) if one_token else (2,), batched=False)
@@ -154,10 +154,15 @@ class StaticSteps:
         """Sizes a step's inputs have anyway (1 and 2: a one-token step and the first block; the heads, the
         head dimension, a graph's width), which a scratch batch's sizes must avoid: dynamo's duck sizing
         gives equal sizes one symbol, and a later size that breaks the tie compiles again."""
+        return {1, 2, *self._head_sizes(), self.graphs.width if self.graphs else 1}
+
+    def _head_sizes(self) -> set[int]:
+        """The key/value heads, query heads and head dimension: sizes of the cache's buffers and of every
+        attention input, fixed for the model."""
         config = self.config
         heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-        return {1, 2, heads, config.num_attention_heads, head_dim, self.graphs.width if self.graphs else 1}
+        return {heads, config.num_attention_heads, head_dim}
 
     @torch.inference_mode()
     def warm_up_serving(
@@ -199,8 +204,14 @@ class StaticSteps:
             self._drop_graphs()
 
     def _blocks(self, widths: Sequence[int], hidden_layers: tuple[int, ...]) -> None:
-        """A block of each of ``widths`` tokens over the running batch."""
+        """A block of each of ``widths`` tokens over the running batch. A verify width equal to a head size
+        goes one wider: tied to it by duck sizing, the block's width would be fixed with the head size
+        (the cache's index copy fixes it; a model with two key/value heads compiled its verify graph for
+        blocks of exactly 2 tokens and compiled again at the first block of 4)."""
+        heads = self._head_sizes()
         for width in widths:
+            while 1 < width < STATIC_WIDTHS and width in heads:
+                width += 1
             tokens = torch.zeros(self.batch_size, width, dtype=torch.long, device=self.device)
             self.extend(tokens, hidden_layers=hidden_layers)
 

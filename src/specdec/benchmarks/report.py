@@ -261,7 +261,8 @@ def _warm_up_lines(warm_up: dict[str, float]) -> list[str]:
     if not warm_up:
         return []
     cells = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in warm_up.items())
-    return [f"- warm-up (one 8-token call per method before timing; includes packing and compile): {cells}"]
+    rounds = "two rounds of one 8-token call per method before timing; includes packing and compile"
+    return [f"- warm-up ({rounds}): {cells}"]
 
 
 def _draft_eval_lines(evals: list[dict]) -> list[str]:

@@ -49,18 +49,19 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         pack_weights: use prepacked batch-invariant linear kernels (a packed copy of the model);
             ``None`` means "when supported" (fp32 on CPU; bf16 on CPUs with oneDNN bf16 kernels).
         compile: the fast step of the engine's device. On CPU, one-token steps and verify blocks (up
-            to ``STATIC_WIDTHS`` tokens) run as static-shape steps under ``torch.compile``
-            (:meth:`compile_steps`: two graphs); on CUDA, every block of up to ``STATIC_WIDTHS`` token
-            ids runs as one padded static step replayed from a CUDA graph of the compiled model
-            (:meth:`capture_graphs`), the hidden states a drafter asks for included. Prefills and
-            blocks with given layer inputs or embeddings stay eager. Off by default: on 2-core CPUs it
-            saved 2-9 % of a one-token target step and 2-14 % of a verify block, by machine, for ~40 s
-            of compiling per graph (``benchmarks/COMPILE_PROBE_2026-11-27j.md``); on an H100 it made
-            plain decoding 10-15× HF ``generate`` (``benchmarks/ENGINE_SPEED_GPU.md``).
+            to ``STATIC_WIDTHS`` tokens) of the user's model run as static-shape steps under
+            ``torch.compile`` with inductor's C++ GEMM kernels (:meth:`compile_steps`: two graphs;
+            :mod:`specdec.engine.compiling`): a SmolLM2 step 38 against 72 ms eager on a 2-core Cascade
+            Lake Xeon, for ~2 minutes of compiling per graph, logits equal to the eager engine's to fp32
+            rounding. On CUDA, every block of up to ``STATIC_WIDTHS`` token ids runs as one padded static
+            step replayed from a CUDA graph of the compiled model (:meth:`capture_graphs`), the hidden
+            states a drafter asks for included: plain decoding 10-15× HF ``generate`` on an H100
+            (``benchmarks/ENGINE_SPEED_GPU.md``). Prefills and blocks with given layer inputs or
+            embeddings stay eager. Off by default.
         warm_up: with ``compile``, compile the one-row steps without hidden states now, so that no
             generation pays a compile midway; ``False`` leaves them to first use, for a caller that
             warms the shapes its batches meet itself (:meth:`warm_up_serving`): each graph compiled and
-            never met costs ~40-90 s of a 2-core CPU's start-up.
+            never met costs minutes of a 2-core CPU's start-up.
         lean: run blocks of token ids through :func:`~specdec.engine.lean.lean_forward` (the model's
             own modules without transformers' per-call wrappers); ``None`` means "when it gives this
             model's logits bit for bit", checked on a probe at construction. Blocks that ask for
@@ -89,7 +90,7 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         self.model = (
             use_grouped_attention(pack_linear_layers(model, two_token_forward)) if pack_weights else model
         )
-        self.user_model = model  # what compiled steps run (engine/compiling.py), packed or not
+        self.user_model = model  # what compiled steps run (engine/compiling.py), never the packed copy
         self.config = model.config
         self.max_positions = context_size(model)
         self.device = next(model.parameters()).device

@@ -172,7 +172,7 @@ class StaticSteps:
         ``batched`` (a server), rows joining it (the cache then keeps spare rows) and one row left in that
         wider cache, each with a block of each of ``widths`` tokens (a one-token step; 2: a verify block)
         — shapes dynamo compiles apart. A server that skips this compiles them under its first requests
-        (~40-90 s each on a 2-core CPU); each one it compiles and never meets (plain decoding has no verify
+        (~2 minutes each on a 2-core CPU); each one it compiles and never meets (plain decoding has no verify
         blocks, one prompt no joining rows) costs as much at start-up. Nothing to do on an eager engine.
 
         The scratch batch's sizes (capacity, rows) differ from every other size the step's inputs have:

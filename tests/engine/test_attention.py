@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from torch import nn
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 
-from specdec.engine import Engine
-from specdec.engine.attention import NAME, grouped_attention, grouped_sdpa_attention
+from specdec.engine import Engine, attention
+from specdec.engine.attention import NAME, grouped_attention, grouped_attention_copy, grouped_sdpa_attention
 from specdec.engine.kernels import packing_supported
 from tiny import make_llama
 
@@ -85,3 +85,22 @@ def test_the_engine_uses_it_on_its_own_copy_only():
     assert model.config._attn_implementation == "sdpa"
     eager = make_llama(64, attn="eager")
     assert Engine(eager).model.config._attn_implementation == "eager"
+
+
+def test_the_copy_a_compiled_step_runs_shares_the_weights_and_leaves_the_model_alone(monkeypatch):
+    model = make_llama(64)
+    copied = grouped_attention_copy(model)
+    assert copied.config._attn_implementation == NAME
+    assert copied.model.layers[0].self_attn.config is copied.config
+    assert model.config._attn_implementation == "sdpa"
+    assert all(a is b for a, b in zip(copied.parameters(), model.parameters(), strict=True))
+    calls = []
+    counted = lambda *a, **k: calls.append(1) or grouped_attention(*a, **k)  # noqa: E731
+    monkeypatch.setattr(attention, "grouped_attention", counted)
+    ids = torch.randint(3, 64, (2, 9), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones(2, 9, dtype=torch.long)
+    mask[1, :3] = 0  # a padded row: a 4-D mask, which the grouped kernel takes
+    with torch.no_grad():
+        got, want = copied(ids, attention_mask=mask).logits, model(ids, attention_mask=mask).logits
+    assert len(calls) == model.config.num_hidden_layers  # the copy's layers only, not the model's
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)

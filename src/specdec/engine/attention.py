@@ -15,6 +15,7 @@ capping, position biases) goes to transformers' own SDPA attention unchanged.
 
 from __future__ import annotations
 
+import copy
 from functools import partial
 
 import torch
@@ -22,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import AttentionInterface, PretrainedConfig
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from specdec.engine.ragged import RaggedPlan, plan_for, ragged_attention
 
@@ -99,6 +101,9 @@ def _ragged_plan(mask: torch.Tensor) -> RaggedPlan | None:
 
 
 AttentionInterface.register(NAME, grouped_sdpa_attention)
+# The masks SDPA gets: without this a copy given a 2-D padding mask (not the engine's own 4-D masks) would
+# be given no mask at all (transformers builds none for an attention it does not know).
+AttentionMaskInterface.register(NAME, sdpa_mask)
 
 
 def use_grouped_attention(model: nn.Module) -> nn.Module:
@@ -112,3 +117,11 @@ def use_grouped_attention(model: nn.Module) -> nn.Module:
         if getattr(config, "_attn_implementation", None) == "sdpa":
             config._attn_implementation = NAME
     return model
+
+
+def grouped_attention_copy(model: nn.Module) -> nn.Module:
+    """A copy of ``model`` on :func:`grouped_sdpa_attention` that shares every parameter and buffer with it
+    (no weight duplicated): what a compiled CPU step runs, so its verify blocks read key/value heads in
+    place too while the user's model keeps its own attention."""
+    shared = {id(p): p for p in model.parameters()} | {id(b): b for b in model.buffers()}
+    return use_grouped_attention(copy.deepcopy(model, memo=shared))

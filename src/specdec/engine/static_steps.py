@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from specdec.engine.attention import grouped_attention_copy
 from specdec.engine.compiling import compile_step
 from specdec.engine.graphs import Given, StepGraphs
 from specdec.engine.lean import lean_forward
@@ -123,7 +124,8 @@ class StaticSteps:
     def compile_steps(self, warm_up: bool = True, one_token: bool = False) -> None:
         """Run blocks of 2 to ``STATIC_WIDTHS`` tokens through ``torch.compile`` from now on.
 
-        The user's model (its own weights, not the engine's packed copy) under inductor, with symbolic
+        The user's model (its own weights, not the engine's packed copy; on a CPU a copy sharing them whose
+        attention reads grouped key/value heads in place) under inductor, with symbolic
         width and capacity: one graph for every verify block (inductor's on-disk cache did not shorten a
         later process's CPU build in the thirty-ninth session's runs); on a CPU with inductor's C++ GEMM
         kernels on frozen weights (:mod:`specdec.engine.compiling`: fast at one row where the eager
@@ -140,7 +142,11 @@ class StaticSteps:
         # Float attributes (norm eps, attention scale) as constants: left symbolic, dynamo traced each
         # graph twice (a restart in its scalar pass), 110 s instead of 80 s for the target's two graphs.
         torch._dynamo.config.specialize_float = True
-        self.compiled = compile_step(self.user_model, self.device)
+        # On a CPU, a copy reading each key/value head in place (engine/attention.py): a 5-token verify
+        # block 5 % cheaper than through repeat_kv's copies on SmolLM2 (benchmarks/campaigns/
+        # compiled-verify-probe-2026-11-29.py). Not measured on a GPU, whose graphs keep the user's attention.
+        model = self.user_model if self.device.type != "cpu" else grouped_attention_copy(self.user_model)
+        self.compiled = compile_step(model, self.device)
         self._smallest_static = 1 if one_token else 2
         if warm_up:  # the prompt's prefill is eager (it allocates the cache), then each graph once
             self.warm_up_serving(widths=(1, 2) if one_token else (2,), batched=False)

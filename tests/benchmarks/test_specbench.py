@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from specdec.benchmarks.data import SPEC_BENCH_TASKS, load_spec_bench, prompt_seed, spec_bench_task
-from specdec.benchmarks.report import bootstrap_interval
+from specdec.benchmarks.report import bootstrap_interval, summarize
 from specdec.benchmarks.specbench import default_drafters, static_cache_length
 from specdec.cli.main import main
 from specdec.models.packaged import BEST_DRAFTERS, drafter_digest, packaged_drafts, packaged_eagle3s
@@ -163,6 +163,31 @@ def test_bad_fast_drafters_are_a_clear_error(tmp_path, tiny_model_dir, capsys, o
 
 def records(times: list[float], tokens: int = 10) -> list[dict]:
     return [{"question_id": i, "tokens": [0] * tokens, "time": t} for i, t in enumerate(times)]
+
+
+def _record(method: str, engine: str, question: int, time: float, target_calls: int | None = None) -> dict:
+    stats = None
+    if target_calls is not None:
+        stats = {"new_tokens": 4, "target_calls": target_calls, "target_time": time, "draft_time": 0.0}
+        stats |= {"proposed_tokens": 0, "accepted_tokens": 0, "tokens_per_target_call": 4 / target_calls}
+    row = {"method": method, "engine": engine, "question_id": question, "task": "qa", "tokens": [5] * 4}
+    return row | {"time": time, "stats": stats}
+
+
+@pytest.mark.parametrize("with_hf", [True, False])
+def test_a_run_on_the_fast_engine_alone_compares_everything_with_its_plain_decoding(with_hf):
+    """--engine fast without eager: HF's rows (eager-tagged) and the reference fall back to the fast plain
+    rows (a whole run once crashed in its summary for want of eager plain rows)."""
+    records = [_record("ours-plain[fast]", "fast", q, 2.0, 4) for q in range(3)]
+    records += [_record("ours-sps[x, fast]", "fast", q, 1.0, 2) for q in range(3)]
+    records += [_record("hf-plain", "eager", q, 4.0) for q in range(3)] if with_hf else []
+    methods = ["ours-plain[fast]", "ours-sps[x, fast]", *(["hf-plain"] if with_hf else [])]
+    summary = summarize(records, methods)
+    assert summary["_reference"] == ("hf-plain" if with_hf else "ours-plain[fast]")
+    assert summary["ours-sps[x, fast]"]["speedup_vs_ours_plain"] == pytest.approx(2.0)
+    if with_hf:
+        assert summary["hf-plain"]["speedup_vs_ours_plain"] == pytest.approx(0.5)
+        assert summary["ours-plain[fast]"]["speedup_vs_hf_plain"] == pytest.approx(2.0)
 
 
 def test_bootstrap_interval():

@@ -90,7 +90,7 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         self.model = (
             use_grouped_attention(pack_linear_layers(model, two_token_forward)) if pack_weights else model
         )
-        self.user_model = model  # what compiled steps run (engine/compiling.py), never the packed copy
+        self.user_model = model  # the weights compiled steps run (compile_steps), never the packed copy's
         self.config = model.config
         self.max_positions = context_size(model)
         self.device = next(model.parameters()).device

@@ -15,7 +15,6 @@ capping, position biases) goes to transformers' own SDPA attention unchanged.
 
 from __future__ import annotations
 
-import copy
 from functools import partial
 
 import torch
@@ -25,6 +24,7 @@ from transformers import AttentionInterface, PretrainedConfig
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+from specdec.engine.modeling import shallow_copy
 from specdec.engine.ragged import RaggedPlan, plan_for, ragged_attention
 
 NAME = "specdec_sdpa"
@@ -123,5 +123,4 @@ def grouped_attention_copy(model: nn.Module) -> nn.Module:
     """A copy of ``model`` on :func:`grouped_sdpa_attention` that shares every parameter and buffer with it
     (no weight duplicated): what a compiled CPU step runs, so its verify blocks read key/value heads in
     place too while the user's model keeps its own attention."""
-    shared = {id(p): p for p in model.parameters()} | {id(b): b for b in model.buffers()}
-    return use_grouped_attention(copy.deepcopy(model, memo=shared))
+    return use_grouped_attention(shallow_copy(model))

@@ -17,7 +17,6 @@ bf16 target is the user's choice of target (``--dtype bfloat16``).
 
 from __future__ import annotations
 
-import copy
 import itertools
 import weakref
 from collections import defaultdict
@@ -25,6 +24,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
+
+from specdec.engine.modeling import shallow_copy
 
 # The M the packed layout is tuned for: the verify width of a typical γ (≈5) speculative step.
 _PACK_HINT = 6
@@ -212,8 +213,7 @@ def pack_linear_layers(model: nn.Module, example: Callable[[nn.Module], object] 
     The copy shares every parameter with the original (no weight is duplicated except into the
     packed buffers), so the original keeps working, e.g. as the HF baseline in benchmarks.
     """
-    shared = {id(p): p for p in model.parameters()} | {id(b): b for b in model.buffers()}
-    packed = copy.deepcopy(model, memo=shared)
+    packed = shallow_copy(model)
     groups = shared_input_groups(packed, example) if example is not None else []
     with torch.no_grad():
         for names in groups:

@@ -6,6 +6,7 @@ them without an engine.
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 from contextlib import contextmanager
@@ -19,6 +20,13 @@ from specdec.errors import InvalidArgumentError, UnsupportedCacheError
 # Layer kinds whose state is a plain per-token KV list, so dropping tokens is exact.
 _ROLLBACK_LAYER_TYPES = {"full_attention", "sliding_attention"}
 _MASKABLE_ATTENTION = {"sdpa", "eager"}
+
+
+def shallow_copy(model: nn.Module) -> nn.Module:
+    """A structural copy sharing every tensor, so converting, cutting or repacking it leaves ``model``
+    untouched (its config included) and duplicates no weight."""
+    shared = {id(t): t for t in [*model.parameters(), *model.buffers()]}
+    return copy.deepcopy(model, memo=shared)
 
 
 def decoder_layers(model: nn.Module) -> nn.ModuleList:

@@ -125,15 +125,14 @@ class StaticSteps:
         """Run blocks of 2 to ``STATIC_WIDTHS`` tokens through ``torch.compile`` from now on.
 
         The user's model (its own weights, not the engine's packed copy; on a CPU a copy sharing them whose
-        attention reads grouped key/value heads in place) under inductor, with symbolic
-        width and capacity: one graph for every verify block (inductor's on-disk cache did not shorten a
-        later process's CPU build in the thirty-ninth session's runs); on a CPU with inductor's C++ GEMM
-        kernels on frozen weights (:mod:`specdec.engine.compiling`: fast at one row where the eager
-        engine's oneDNN kernels are not; logits equal to the eager engine's to fp32 rounding, not bit for
-        bit). ``one_token`` adds a graph for one-token
-        steps (dynamo specialises sizes of 1). ``warm_up`` compiles now, on a scratch one-row batch, so
-        no generation pays a compile midway (batches of several rows, and passes returning hidden
-        states, compile on first use, or in :meth:`warm_up_serving`).
+        attention reads grouped key/value heads in place) under inductor, with symbolic width and capacity:
+        one graph for every verify block (inductor's on-disk cache did not shorten a later process's CPU
+        build in the thirty-ninth session's runs); on a CPU with inductor's C++ GEMM kernels on frozen
+        weights (:mod:`specdec.engine.compiling`: fast at one row where the eager engine's oneDNN kernels
+        are not; logits equal to the eager engine's to fp32 rounding, not bit for bit). ``one_token`` adds
+        a graph for one-token steps (dynamo specialises sizes of 1). ``warm_up`` compiles now, on a scratch
+        one-row batch, so no generation pays a compile midway (batches of several rows, and passes returning
+        hidden states, compile on first use, or in :meth:`warm_up_serving`).
         """
         # Every compiled model's graphs share one dynamo cache (transformers' forward wrapper is one
         # function for all models of a kind), whose default limit of 8 entries a target and a draft

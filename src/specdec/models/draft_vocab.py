@@ -12,7 +12,6 @@ as ``draft_vocab.json``; ``vocab-N:MODEL`` keeps the top N of them.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -22,6 +21,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
+from specdec.engine.modeling import shallow_copy
 from specdec.errors import DataNotFoundError, InvalidArgumentError
 
 VOCAB_FILE = "draft_vocab.json"
@@ -104,7 +104,6 @@ def trim_output_head(model: PreTrainedModel, keep: torch.Tensor) -> PreTrainedMo
             f"a trimmed vocabulary needs a linear output head; {type(model).__name__} has "
             f"{type(head).__name__}"
         )
-    shared = {id(p): p for p in model.parameters()} | {id(b): b for b in model.buffers()}
-    trimmed = copy.deepcopy(model, memo=shared)
+    trimmed = shallow_copy(model)
     trimmed.set_output_embeddings(TrimmedHead(head, keep))
     return trimmed

@@ -14,16 +14,10 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
-from specdec.engine.modeling import decoder_layers
+from specdec.engine.modeling import decoder_layers, shallow_copy
 from specdec.errors import InvalidArgumentError
 
 PRECISIONS = ("int8", "bf16", "fp16")
-
-
-def shallow_copy(model: PreTrainedModel) -> PreTrainedModel:
-    """A structural copy sharing every tensor, so converting or cutting it leaves ``model`` untouched."""
-    shared = {id(t): t for t in [*model.parameters(), *model.buffers()]}
-    return copy.deepcopy(model, memo=shared)
 
 
 def check_truncation(model: PreTrainedModel, num_layers: int) -> None:

@@ -223,6 +223,48 @@ def test_greedy_tokens_on_half_logits_pick_the_first_maximum(values, dtype):
     assert greedy_tokens(logits).item() == logits.argmax(-1).item() == values.index(max(values))
 
 
+SPECIAL = [math.nan, math.inf, -math.inf]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), st.integers(1, 4), st.integers(4, 9), st.integers(1, 3))
+def test_blockwise_greedy_tokens_equal_argmax(data, block, blocks, rows):
+    """The block-max search picks argmax's own index: the first of tied maxima, the first NaN, index 0 of a
+    row of -inf (few distinct values, so ties across blocks are common), on a non-contiguous slice too."""
+    values = st.one_of(st.integers(-3, 3).map(float), st.sampled_from(SPECIAL))
+    size = rows * 2 * blocks * block
+    cells = data.draw(st.lists(values, min_size=size, max_size=size))
+    logits = torch.tensor(cells).view(rows, 2, blocks * block)[:, 0]  # every other row of a wider tensor
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(processors, "VOCAB_BLOCK", block)
+        assert processors._blockwise(logits)
+        assert torch.equal(greedy_tokens(logits), logits.argmax(-1))
+
+
+def test_blockwise_argmax_takes_the_first_of_maxima_tied_across_blocks():
+    logits = torch.zeros(2, 16)
+    logits[0, [13, 6]] = 5.0
+    logits[1, [2, 9]] = math.nan
+    assert processors.blockwise_argmax(logits, 4).tolist() == [6, 2] == logits.argmax(-1).tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), st.integers(1, 4), st.integers(4, 9), st.integers(1, 3))
+def test_top_tokens_are_the_k_largest(data, block, blocks, rows):
+    """The blocks with the k largest maxima hold the k largest values: the same values as topk's, largest
+    first, k distinct ids (tied values may come in another order)."""
+    vocab = block * blocks
+    k = data.draw(st.integers(1, vocab))
+    cells = data.draw(st.lists(st.integers(-3, 3).map(float), min_size=rows * vocab, max_size=rows * vocab))
+    logits = torch.tensor(cells).view(rows, vocab)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(processors, "VOCAB_BLOCK", block)
+        ids = processors.top_tokens(logits, k)
+    assert ids.shape == (rows, k)
+    assert all(len(set(row)) == k for row in ids.tolist())
+    assert torch.equal(logits.gather(-1, ids), logits.topk(k, dim=-1).values)
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     logits=st.lists(

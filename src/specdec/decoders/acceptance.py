@@ -20,9 +20,11 @@ class PositionAcceptance:
     def __init__(self, max_gamma: int, decay: float):
         self.decay = decay
         self.sums = [[0.0, 0.0] for _ in range(max_gamma)]  # position k + 1 -> [Σ reached, Σ kept]
+        self._rates: tuple[float, list[float]] | None = None  # (pooled, rates) until the next count
 
     def count(self, accepted: list[int], proposed: list[int], per_row: int) -> None:
         """Age every position's counts, then count the rows that reached and kept each position."""
+        self._rates = None
         longest = len(self.sums)
         reached, kept = [0] * (longest + 1), [0] * (longest + 1)  # rows whose run reached / kept exactly
         for accepted_row, offered in zip(accepted, proposed, strict=True):
@@ -38,9 +40,12 @@ class PositionAcceptance:
     def rates(self, pooled: float) -> list[float]:
         """α_k for positions k = 1 … max_gamma: the decayed share of the rows that reached position k
         that kept it, shrunk towards α_(k−1) (α_1 towards ``pooled``) by :data:`SHRINK` rows' worth, so a
-        position seldom reached borrows its neighbour's estimate."""
-        estimates, previous = [], pooled
-        for reached, kept in self.sums:
-            previous = (kept + SHRINK * previous) / (reached + SHRINK)
-            estimates.append(previous)
-        return estimates
+        position seldom reached borrows its neighbour's estimate. The same list until the next
+        :meth:`count` (the γ policy reads it for every γ it prices): not to be changed by the caller."""
+        if self._rates is None or self._rates[0] != pooled:
+            estimates, previous = [], pooled
+            for reached, kept in self.sums:
+                previous = (kept + SHRINK * previous) / (reached + SHRINK)
+                estimates.append(previous)
+            self._rates = pooled, estimates
+        return self._rates[1]

@@ -40,8 +40,12 @@ class CallCosts:
         # (drafting at many rows is never tried if priced by size from one row, and so never measured)
         self.flat_above = flat_above
         self._bins: dict[int, list[float]] = {}  # bin -> decayed [Σw, Σn, Σt]
+        # the curve's points, sorted, until the next call is added: the γ policy prices ~25 block sizes
+        # per step from one curve, and re-sorting it for each was most of its per-step time
+        self._points: list[tuple[float, float]] | None = None
 
     def add(self, tokens: int, seconds: float) -> None:
+        self._points = None
         for key, sums in list(self._bins.items()):
             sums[:] = [self.age * v for v in sums]
             if sums[0] < self.forget:
@@ -52,7 +56,9 @@ class CallCosts:
 
     def __call__(self, tokens: int) -> float | None:
         """Estimated T(tokens), None before any call was timed."""
-        points = sorted((n / w, t / w) for w, n, t in self._bins.values())
+        if self._points is None:
+            self._points = sorted((n / w, t / w) for w, n, t in self._bins.values())
+        points = self._points
         if not points:
             return None
         below = [p for p in points if p[0] <= tokens]

@@ -61,10 +61,12 @@ class Rescues:
     def __init__(self, max_gamma: int, decay: float):
         self.decay = decay
         self._sums = [[0.0, 0.0] for _ in range(max_gamma)]  # depth k + 1 -> [Σ missed, Σ rescued]
+        self._rates: list[float] | None = None  # until the next count
 
     def count(self, kept: list[int], depths: list[int], saved: list[bool], per_row: int) -> None:
         """Age every depth's counts, then count the rows whose chain (``kept`` nodes of ``depths``) missed
         within their reach, and of them the ones a sibling ``saved``."""
+        self._rates = None
         missed, rescued = [0] * len(self._sums), [0] * len(self._sums)
         for kept_row, depth, saved_row in zip(kept, depths, saved, strict=True):
             if kept_row < min(depth, len(self._sums)):
@@ -76,9 +78,11 @@ class Rescues:
 
     def rates(self) -> list[float]:
         """r_k for depths k = 1 … max_gamma: the share of rows missed at depth k that a sibling rescued,
-        shrunk towards r_(k−1) (r_1 towards :data:`RESCUE_PRIOR`) by :data:`SHRINK` rows' worth."""
-        estimates, previous = [], RESCUE_PRIOR
-        for missed, rescued in self._sums:
-            previous = (rescued + SHRINK * previous) / (missed + SHRINK)
-            estimates.append(previous)
-        return estimates
+        shrunk towards r_(k−1) (r_1 towards :data:`RESCUE_PRIOR`) by :data:`SHRINK` rows' worth; the same
+        list until the next :meth:`count`, not to be changed by the caller."""
+        if self._rates is None:
+            self._rates, previous = [], RESCUE_PRIOR
+            for missed, rescued in self._sums:
+                previous = (rescued + SHRINK * previous) / (missed + SHRINK)
+                self._rates.append(previous)
+        return self._rates

@@ -25,7 +25,7 @@ from specdec.drafters.base import BlockExtra, Draft, Drafter, Feedback
 from specdec.engine import Engine, ExtendOutput
 from specdec.errors import InvalidArgumentError
 from specdec.models.bita import BiTAAdapter
-from specdec.sampling import Draws, Sampling, tree_attention
+from specdec.sampling import Draws, Sampling, top_tokens, tree_attention
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ class BiTADrafter(Drafter):
         tokens = torch.zeros(batch, len(nodes), dtype=torch.long)
         if nodes:
             widest = max(self.shape.widths[:depth])
-            top = self.mask_logits[:, :depth].topk(widest, dim=-1).indices.cpu()  # [B, depth, widest]
+            top = top_tokens(self.mask_logits[:, :depth], widest).cpu()  # [B, depth, widest]
             for i, (d, rank) in enumerate(nodes):
                 tokens[:, i] = top[:, d, rank]
         return Draft(tokens, parents=parents, extra=self._mask_groups(batch, parents))

@@ -140,7 +140,7 @@ class Eagle3Drafter(Drafter):
         else:
             positions, mask = tree
         embeds = F.embedding(embeds_tokens.to(self.device), self.embeddings)
-        positions, mask = positions.to(self.device), mask.to(self.device)
+        positions, mask = positions.to(self.device), None if mask is None else mask.to(self.device)
         out = self.head(embeds, features, positions, mask, cache.past())
         cache.write(out.keys, out.values, counts)
         self.draft_calls += 1

@@ -12,6 +12,7 @@ from specdec.drafters.small_model import FIRST_GROWTH, DraftRun, SmallModelDraft
 from specdec.engine import ExtendOutput
 from specdec.errors import InvalidArgumentError
 from specdec.models.vocabulary import check_same_vocabulary
+from specdec.sampling import top_tokens
 
 
 def with_siblings(run: DraftRun, width: int) -> Draft:
@@ -26,7 +27,7 @@ def with_siblings(run: DraftRun, width: int) -> Draft:
     gamma = chain.gamma
     parents, columns = list(range(-1, gamma - 1)), [chain.tokens]
     for depth, logits in enumerate(run.logits[:gamma]):
-        top = logits.float().topk(width, dim=-1).indices.cpu()
+        top = top_tokens(logits.float(), width).cpu()
         drafted = chain.tokens[:, depth]
         columns.append(torch.stack([row[row != t][: width - 1] for row, t in zip(top, drafted, strict=True)]))
         parents += [depth - 1] * (width - 1)

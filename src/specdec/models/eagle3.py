@@ -154,12 +154,12 @@ class Eagle3Head(nn.Module):
         embeds: torch.Tensor,
         features: torch.Tensor,
         positions: torch.Tensor,
-        mask: torch.Tensor,
+        mask: torch.Tensor | None,
         past: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> HeadOutput:
         """``embeds`` / ``features`` ``[B, T, H]`` of T pairs at ``positions`` ``[B, T]``; ``mask``
-        ``[B, 1, T, S + T]`` (True: may attend) over ``past`` keys and values ``[B, kv heads, S, d]`` then
-        the pairs themselves."""
+        ``[B, 1, T, S + T]`` (True: may attend; None: everything) over ``past`` keys and values
+        ``[B, kv heads, S, d]`` then the pairs themselves."""
         rotary = self.rotary_emb(features, positions)
         out, k, v = self.layers[0](embeds.to(features.dtype), features, rotary, mask, past)
         return HeadOutput(self.lm_head(self.norm(out)), out, k, v)

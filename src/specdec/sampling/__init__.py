@@ -9,6 +9,7 @@ from specdec.sampling.processors import (
     gumbel_argmax,
     logits_to_probs,
     max_probability,
+    top_tokens,
 )
 from specdec.sampling.rejection import acceptance_probability, rejection_sample, residual_distribution
 from specdec.sampling.tree import (
@@ -41,6 +42,7 @@ __all__ = [
     "rejection_sample",
     "residual_distribution",
     "row_keys",
+    "top_tokens",
     "tree_attention",
     "tree_match_verify",
     "tree_rejection_sample",

@@ -94,11 +94,50 @@ def greedy_tokens(logits: torch.Tensor) -> torch.Tensor:
     """Argmax tokens; kept beside ``logits_to_probs`` so greedy paths never build a distribution.
 
     Half-precision logits are upcast first (exactly, so the same first maximum wins): CPU argmax over
-    a bf16 vocabulary row is unvectorised, ~5x slower than the cast plus an fp32 argmax.
+    a bf16 vocabulary row is unvectorised, ~5x slower than the cast plus an fp32 argmax. A large CPU
+    vocabulary goes through :func:`blockwise_argmax`: the same tokens, a third of the time.
     """
     if logits.dtype in (torch.bfloat16, torch.float16):
         logits = logits.float()
+    if _blockwise(logits):
+        return blockwise_argmax(logits, VOCAB_BLOCK)
     return logits.argmax(dim=-1)
+
+
+# CPU argmax and topk over a vocabulary row run one scalar loop (~70 µs and ~250 µs for SmolLM2's
+# 49,152 logits on a Cascade Lake Xeon, 0.5 ms for a 7-node verify block's argmax), where a max
+# reduction is vectorised (~15 µs): the row's blocks of this many logits are reduced by max first and
+# only the winning blocks searched. Rows narrower than a few blocks, or not a multiple of one, and
+# accelerators keep the plain kernels.
+VOCAB_BLOCK = 1024
+
+
+def _blockwise(logits: torch.Tensor) -> bool:
+    vocab = logits.shape[-1]
+    return logits.device.type == "cpu" and vocab >= 4 * VOCAB_BLOCK and vocab % VOCAB_BLOCK == 0
+
+
+def blockwise_argmax(logits: torch.Tensor, block: int) -> torch.Tensor:
+    """``logits.argmax(-1)`` for a last dimension that is a multiple of ``block``: the first block whose
+    max is the row's (max propagates NaN and argmax ranks it highest, as ``argmax`` does), then the first
+    maximum inside it, so ties and NaN resolve to the same index as ``argmax``'s."""
+    blocks = logits.unflatten(-1, (-1, block))  # [..., blocks, block], a view
+    best = blocks.amax(-1).argmax(-1, keepdim=True)  # [..., 1]
+    inside = blocks.gather(-2, best[..., None].expand(*best.shape, block)).squeeze(-2)
+    return best.squeeze(-1) * block + inside.argmax(-1)
+
+
+def top_tokens(logits: torch.Tensor, k: int) -> torch.Tensor:
+    """The ids of the ``k`` largest logits per row, largest first (``topk(k).indices``; tied values may
+    come in another order). A large CPU vocabulary searches only the ``k`` blocks with the largest maxima,
+    which hold the ``k`` largest values."""
+    if k >= logits.shape[-1] // VOCAB_BLOCK or not _blockwise(logits):
+        return logits.topk(k, dim=-1).indices
+    blocks = logits.unflatten(-1, (-1, VOCAB_BLOCK))
+    chosen = blocks.amax(-1).topk(k, dim=-1).indices  # [..., k]
+    candidates = blocks.gather(-2, chosen[..., None].expand(*chosen.shape, VOCAB_BLOCK))
+    inside = candidates.flatten(-2).topk(k, dim=-1).indices  # [..., k] into the k blocks side by side
+    return chosen.gather(-1, inside // VOCAB_BLOCK) * VOCAB_BLOCK + inside % VOCAB_BLOCK
 
 
 def max_probability(logits: torch.Tensor) -> torch.Tensor:

@@ -4,6 +4,7 @@ import math
 import pytest
 from test_specbench import write_questions
 
+from specdec.benchmarks import bild_sweep
 from specdec.benchmarks.bild_report import best_settings
 from specdec.benchmarks.data import load_cnndm
 from specdec.cli.main import main
@@ -68,6 +69,27 @@ def test_sweep_runs_the_grid_and_writes_table_and_plot(tmp_path, tiny_model_dir)
     assert main([*args, "--from-json", str(out)]) == 0  # re-summarised from the records, nothing re-run
     assert md.read_text() == table
     assert math.isfinite(report["summary"][0]["time_s"])
+
+
+def test_a_sweep_whose_summary_fails_keeps_its_records(tmp_path, tiny_model_dir, monkeypatch):
+    articles = write_articles(tmp_path / "c.jsonl", 1)
+    out, md, png = tmp_path / "sweep.json", tmp_path / "BILD.md", tmp_path / "sweep.png"
+    args = (
+        f"bench bild --model {tiny_model_dir} --drafters prompt-lookup --rollback 0 --articles 1 "
+        f"--per-task 0 --max-new-tokens 4 --cnndm {articles} --out {out} --markdown {md} --plot {png}"
+    ).split()
+
+    def broken(records):
+        raise RuntimeError("a summary bug")
+
+    monkeypatch.setattr(bild_sweep, "summarize_sweep", broken)
+    with pytest.raises(RuntimeError, match="a summary bug"):
+        main(args)
+    saved = json.loads(out.read_text())
+    assert saved["summary"] is None and saved["records"] and not md.exists()
+    monkeypatch.undo()
+    assert main([*args, "--from-json", str(out)]) == 0  # summarised from the saved records
+    assert json.loads(out.read_text())["summary"] and md.exists()
 
 
 def test_sweep_rejects_a_bad_grid(tmp_path, tiny_model_dir, capsys):

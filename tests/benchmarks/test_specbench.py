@@ -4,6 +4,7 @@ import shutil
 import pytest
 import torch
 
+from specdec.benchmarks import specbench
 from specdec.benchmarks.data import SPEC_BENCH_TASKS, load_spec_bench, prompt_seed, spec_bench_task
 from specdec.benchmarks.report import bootstrap_interval, summarize
 from specdec.benchmarks.specbench import default_drafters, static_cache_length
@@ -76,6 +77,33 @@ def test_bench_runs_every_method_and_writes_reports(tmp_path, tiny_model_dir):
         main(["bench", "spec", "--from-json", str(out), "--markdown", str(md)]) == 0
     )  # re-rendered, nothing re-run
     assert md.read_text() == table
+
+
+def test_a_summary_that_fails_loses_no_records(tmp_path, tiny_model_dir, monkeypatch):
+    """The records are on disk before the summary is computed; ``--from-json`` summarises them later."""
+    questions = write_questions(tmp_path / "q.jsonl", per_category=1)
+    out, md = tmp_path / "bench.json", tmp_path / "BENCH.md"
+
+    def broken(records, methods):
+        raise RuntimeError("a summary bug")
+
+    monkeypatch.setattr(specbench, "summarize", broken)
+    args = (
+        f"bench spec --model {tiny_model_dir} --drafters prompt-lookup --no-hf --spec-bench {questions} "
+        f"--per-task 1 --limit 2 --max-new-tokens 4 --out {out} --markdown {md} --device cpu --dtype float32"
+    ).split()
+    with pytest.raises(RuntimeError, match="a summary bug"):
+        main(args)
+    saved = json.loads(out.read_text())
+    assert saved["summary"] is None and not md.exists()
+    assert len(saved["records"]) == 4  # two prompts, two methods, the first prompt in the methods' order
+    assert [r["method"] for r in saved["records"][:2]] == ["ours-plain", "ours-sps[prompt-lookup]"]
+    monkeypatch.undo()
+    assert main(["bench", "spec", "--from-json", str(out), "--markdown", str(md)]) == 0
+    summary = json.loads(out.read_text())["summary"]
+    assert [m for m in summary if not m.startswith("_")] == ["ours-plain", "ours-sps[prompt-lookup]"]
+    assert summary["ours-sps[prompt-lookup]"]["identical_to_reference"] == 1.0
+    assert "| ours-sps[prompt-lookup] |" in md.read_text()
 
 
 def test_sampled_bench_compares_verify_rules_against_seeded_plain_decoding(tmp_path, tiny_model_dir):

@@ -193,15 +193,21 @@ def run_from_args(args: argparse.Namespace) -> dict:
             ]
             for s in setups
         },
-        "summary": summarize_sweep(records),
+        "summary": None,
         "records": records,
     }
+    _save(report, args.out)  # the records first: a summary or plot that fails must not lose a long sweep
+    report["summary"] = summarize_sweep(records)
     return _write(report, args)
 
 
+def _save(report: dict, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1, default=str))
+
+
 def _write(report: dict, args: argparse.Namespace) -> dict:
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1, default=str))
+    _save(report, args.out)
     plot(report, args.plot)
     write_sweep_markdown(report, args.markdown, args.plot)
     print(args.markdown.read_text())

@@ -159,7 +159,8 @@ def run_from_args(args: argparse.Namespace) -> dict:
     out, markdown = output_paths(args)
     if args.from_json:
         report = json.loads(args.from_json.read_text())
-        methods = [name for name in report["summary"] if not name.startswith("_")]
+        # the first prompt ran the methods in their own order (later prompts rotate it)
+        methods = list(dict.fromkeys(record["method"] for record in report["records"]))
         report["summary"] = summarize(report["records"], methods)
         report["json_path"] = str(args.from_json)
         return _write(report, out, markdown)
@@ -244,17 +245,25 @@ def run_from_args(args: argparse.Namespace) -> dict:
         },
         "warm_up_seconds": warm_up,
         "compile_seconds": compile_s,
-        "summary": summarize(records, [m.name for m in methods]),
+        "summary": None,
         "draft_evals": [json.loads(path.read_text()) | {"file": str(path)} for path in args.eval_report],
         "json_path": str(out),
         "records": records,
     }
+    # The records first: a run is tens of minutes, and a summary that fails must not lose them
+    # (``--from-json`` summarises them again once it is fixed).
+    _save(report, out)
+    report["summary"] = summarize(records, [m.name for m in methods])
     return _write(report, out, markdown)
 
 
-def _write(report: dict, out: Path, markdown: Path) -> dict:
+def _save(report: dict, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1))
+
+
+def _write(report: dict, out: Path, markdown: Path) -> dict:
+    _save(report, out)
     write_markdown(report, markdown)
     print(markdown.read_text())
     return report

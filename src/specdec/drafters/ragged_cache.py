@@ -25,11 +25,16 @@ class RaggedCache:
         self.values = torch.zeros_like(self.keys)
         self.lengths = torch.zeros(batch, dtype=torch.long)
 
+    @property
+    def used(self) -> int:
+        """Columns holding some row's pairs: the longest row's length."""
+        return int(self.lengths.max()) if len(self.lengths) else 0
+
     def block_mask(self, counts: torch.Tensor, width: int) -> torch.Tensor | None:
         """``[B, 1, width, used + width]``: a block's query i (of ``counts[b]`` real ones) sees its row's
         cached pairs and the block up to itself; None where that is everything (one pair per row on rows of
         one length: every draft step of one request), which attention reads as no mask at all."""
-        used = int(self.lengths.max()) if len(self.lengths) else 0
+        used = self.used
         if width == 1 and self._aligned(used):
             return None
         cached = torch.arange(used)[None, :] < self.lengths[:, None]
@@ -44,7 +49,7 @@ class RaggedCache:
         """``[B, 1, k, used + k]`` for a block of k drafted tree nodes, one per row each: node i sees its
         row's first ``settled[b]`` pairs, the drafted pairs after them that ``ancestors[i]`` (``[k, D]``
         over the D pairs drafted so far, in the order written) marks, and itself; not its siblings."""
-        used = int(self.lengths.max()) if len(self.lengths) else 0
+        used = self.used
         offset = torch.arange(used)[None] - settled[:, None]  # [B, used]: a column's place after the settled
         drafted = ancestors.shape[1]
         seen = (offset < 0)[None].expand(len(ancestors), -1, -1)  # [k, B, used]
@@ -55,7 +60,7 @@ class RaggedCache:
         return torch.cat([seen.transpose(0, 1), own], dim=-1)[:, None]
 
     def past(self) -> tuple[torch.Tensor, torch.Tensor]:
-        used = int(self.lengths.max()) if len(self.lengths) else 0
+        used = self.used
         return self.keys[:, :, :used], self.values[:, :, :used]
 
     def _reserve(self, need: int) -> None:
@@ -73,7 +78,7 @@ class RaggedCache:
         """Append each row's first ``counts[b]`` block positions after its cached pairs."""
         width = keys.shape[2]
         self._reserve(int((self.lengths + counts).max()) if len(counts) else 0)
-        used = int(self.lengths.max()) if len(counts) else 0
+        used = self.used
         if len(counts) and self._aligned(used) and bool((counts == width).all()):
             # rows of one length writing whole blocks (one request, always): one slice, not a scatter of
             # every position (a third of a draft step's cost outside the head's own layers)

@@ -20,7 +20,7 @@ from pathlib import Path
 from specdec.benchmarks.bild_report import plot, summarize_sweep, write_sweep_markdown
 from specdec.benchmarks.data import cnndm_path, load_cnndm, load_spec_bench, spec_bench_path
 from specdec.benchmarks.progress import progress_bar
-from specdec.benchmarks.report import machine_info
+from specdec.benchmarks.report import machine_info, save_report
 from specdec.decoders import BiLD, DecodingMethod, PlainDecoding, SpeculativeSampling, TandemGeneration
 from specdec.drafters import make_drafter
 from specdec.errors import InvalidArgumentError
@@ -196,18 +196,13 @@ def run_from_args(args: argparse.Namespace) -> dict:
         "summary": None,
         "records": records,
     }
-    _save(report, args.out)  # the records first: a summary or plot that fails must not lose a long sweep
+    save_report(report, args.out)  # the records first: neither a summary nor a plot that fails loses a sweep
     report["summary"] = summarize_sweep(records)
     return _write(report, args)
 
 
-def _save(report: dict, out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1, default=str))
-
-
 def _write(report: dict, args: argparse.Namespace) -> dict:
-    _save(report, args.out)
+    save_report(report, args.out)
     plot(report, args.plot)
     write_sweep_markdown(report, args.markdown, args.plot)
     print(args.markdown.read_text())

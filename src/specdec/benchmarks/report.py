@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
 import subprocess
@@ -41,6 +42,13 @@ def machine_info() -> dict:
         "command": "specdec " + " ".join(sys.argv[1:]) if sys.argv else "",
         "commit": source_commit(),
     }
+
+
+def save_report(report: dict, path: Path) -> None:
+    """``report`` as JSON at ``path`` (its folder made): a run saves its records before it summarises them,
+    so a summary that fails loses nothing (``--from-json`` summarises them again)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=1, default=str))
 
 
 def source_commit() -> str | None:

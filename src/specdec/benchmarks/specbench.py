@@ -19,7 +19,7 @@ from pathlib import Path
 from specdec.benchmarks.data import load_spec_bench, prompt_seed, spec_bench_path
 from specdec.benchmarks.plan import fast_only, fixed_gammas, plan_methods, rotated
 from specdec.benchmarks.progress import progress_bar
-from specdec.benchmarks.report import machine_info, summarize, write_markdown
+from specdec.benchmarks.report import machine_info, save_report, summarize, write_markdown
 from specdec.benchmarks.runner import Runner, static_cache_length
 from specdec.drafters import make_drafter
 from specdec.errors import InvalidArgumentError
@@ -250,20 +250,13 @@ def run_from_args(args: argparse.Namespace) -> dict:
         "json_path": str(out),
         "records": records,
     }
-    # The records first: a run is tens of minutes, and a summary that fails must not lose them
-    # (``--from-json`` summarises them again once it is fixed).
-    _save(report, out)
+    save_report(report, out)  # the records first: a run is tens of minutes
     report["summary"] = summarize(records, [m.name for m in methods])
     return _write(report, out, markdown)
 
 
-def _save(report: dict, out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1))
-
-
 def _write(report: dict, out: Path, markdown: Path) -> dict:
-    _save(report, out)
+    save_report(report, out)
     write_markdown(report, markdown)
     print(markdown.read_text())
     return report

@@ -6,7 +6,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare, kstest
 
-from specdec.sampling import KeyedDraws, Stream, gumbel_argmax, row_keys
+from specdec.sampling import (
+    Entries,
+    KeyedDraws,
+    SamplingConfig,
+    Stream,
+    gumbel_argmax,
+    logits_to_probs,
+    row_keys,
+    sampling_distribution,
+)
 from specdec.sampling.noise import GeneratorDraws, _signed, _splitmix64, keyed_uniforms, mix
 
 VOCAB = 17
@@ -113,6 +122,28 @@ def test_a_draw_from_a_sparse_distribution_is_the_full_vocabulary_draw(rows, voc
     assert bool((probs[torch.arange(rows), drawn] > 0).all())
     if again is not None:
         assert torch.equal(drawn, gumbel_argmax(probs, again.gumbel(3, vocab, torch.arange(rows))))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(1, 5),
+    st.integers(2, 60),
+    st.floats(0.2, 3.0),
+    st.integers(0, 8),
+    st.floats(0.05, 1.0),
+    st.integers(0, 2**32),
+)
+def test_a_draw_from_entries_is_the_dense_draw(rows, vocab, temperature, top_k, top_p, seed):
+    """A truncated distribution held by its entries (zero ones included: top-k then top-p) draws what
+    its dense matrix draws with the same keys."""
+    logits = 3 * torch.randn(rows, vocab, generator=torch.Generator().manual_seed(seed))
+    config = SamplingConfig(temperature=temperature, top_k=top_k, top_p=top_p)
+    dist = sampling_distribution(logits, config)
+    dense = logits_to_probs(logits, config)
+    draws = KeyedDraws(range(rows), [seed % 7] * rows)
+    assert torch.equal(draws.sample(dist, 2), draws.sample(dense, 2))
+    if isinstance(dist, Entries):  # and the entries are that matrix
+        assert torch.equal(dist.dense(), dense)
 
 
 def test_gumbel_at_reads_the_full_noise_at_the_asked_tokens():

@@ -11,12 +11,14 @@ from hypothesis import strategies as st
 from scipy.stats import chisquare
 
 from specdec.sampling import (
+    Entries,
     RowSampling,
     SamplingConfig,
     greedy_tokens,
     gumbel_argmax,
     logits_to_probs,
     processors,
+    sampling_distribution,
 )
 from specdec.sampling.noise import gumbel_from_uniform
 
@@ -135,25 +137,36 @@ def test_filters_work_for_any_leading_shape():
             torch.testing.assert_close(batched[i, j], logits_to_probs(logits[i, j], config))
 
 
-def _forbid_sorting(monkeypatch):
+_SORT = torch.Tensor.sort
+
+
+def _limit_sorting(monkeypatch, longest: int):
+    """Sorts of more than ``longest`` values fail (the code sorts with ``Tensor.sort``; other ways fail)."""
+
+    def limited(self, *args, **kwargs):
+        if self.numel() > longest:
+            raise AssertionError(f"a sort of {self.numel()} values")
+        return _SORT(self, *args, **kwargs)
+
     def refuse(*args, **kwargs):
-        raise AssertionError("full-vocabulary sort")
+        raise AssertionError("a sort of another kind")
 
-    monkeypatch.setattr(torch, "sort", refuse)
-    monkeypatch.setattr(torch, "argsort", refuse)
-    monkeypatch.setattr(torch.Tensor, "sort", refuse)
-    monkeypatch.setattr(torch.Tensor, "argsort", refuse)
+    monkeypatch.setattr(torch.Tensor, "sort", limited)
+    for owner, name in ((torch, "sort"), (torch, "argsort"), (torch.Tensor, "argsort")):
+        monkeypatch.setattr(owner, name, refuse)
 
 
-def test_no_sort_without_top_p_or_with_top_k(monkeypatch):
-    logits = torch.randn(2, 1000, generator=torch.Generator().manual_seed(4))
-    _forbid_sorting(monkeypatch)
+def test_top_p_sorts_only_its_candidates(monkeypatch):
+    logits = 4 * torch.randn(2, 1000, generator=torch.Generator().manual_seed(4))
+    _limit_sorting(monkeypatch, 0)
     logits_to_probs(logits, SamplingConfig(temperature=1.0))
     logits_to_probs(logits, SamplingConfig(temperature=1.0, top_k=50))
     logits_to_probs(logits, SamplingConfig(temperature=1.0, top_k=50, top_p=0.9))
-    logits_to_probs(logits, SamplingConfig(temperature=1.0, top_p=0.9))  # the nucleus is in the candidates
-    monkeypatch.setattr(processors, "NUCLEUS_CANDIDATES", 10)
-    with pytest.raises(AssertionError, match="sort"):  # a wider nucleus is sorted (the guard itself works)
+    _limit_sorting(monkeypatch, 250)  # of 2 × 1000: each row's tokens within 7 nats of its top, ~100
+    probs = logits_to_probs(logits, SamplingConfig(temperature=1.0, top_p=0.9))
+    assert 2 < int((probs > 0).sum()) < 250
+    monkeypatch.setattr(processors, "NUCLEUS_BOUNDS", (math.inf,))
+    with pytest.raises(AssertionError, match="sort of 2000"):  # every token a candidate (the guard works)
         logits_to_probs(logits, SamplingConfig(temperature=1.0, top_p=0.9))
 
 
@@ -271,14 +284,15 @@ def test_top_tokens_are_the_k_largest(data, block, blocks, rows):
         st.lists(st.floats(-8, 8, allow_nan=False), min_size=12, max_size=12), min_size=1, max_size=6
     ),
     top_p=st.floats(0.05, 0.999),
-    candidates=st.sampled_from([1, 3, 6, 12]),
+    bounds=st.sampled_from([(0.0, math.inf), (0.5, 2.0, 6.0, math.inf), (1.0, math.inf), (math.inf,)]),
 )
-def test_top_p_from_the_top_candidates_equals_the_full_sort(logits, top_p, candidates):
-    """Rows whose nucleus fits in the candidates take the short way, the others the full sort: the
-    result is the nucleus of the whole vocabulary either way (ties broken arbitrarily by both)."""
+def test_top_p_from_the_top_candidates_equals_the_full_sort(logits, top_p, bounds):
+    """Rows whose nucleus fits in the first bound's candidates settle there, the others at a wider bound
+    (batches mix both): the result is the nucleus of the whole vocabulary either way (ties broken
+    arbitrarily by both)."""
     row_logits = torch.tensor(logits, dtype=torch.float64)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(processors, "NUCLEUS_CANDIDATES", candidates)
+        patch.setattr(processors, "NUCLEUS_BOUNDS", bounds)
         got = logits_to_probs(row_logits, SamplingConfig(temperature=1.0, top_p=top_p))
     probs = torch.softmax(row_logits, dim=-1)
     ordered, order = probs.sort(dim=-1, descending=True)
@@ -302,3 +316,25 @@ def test_row_sampling_gives_each_row_its_own_distribution():
         assert torch.equal(mixed[row], logits_to_probs(logits[row : row + 1], config)[0])
     assert not RowSampling(configs).greedy and RowSampling(configs[:1]).greedy
     assert len(RowSampling(configs).groups()) == 3
+
+
+CONFIGS = [
+    SamplingConfig(),
+    SamplingConfig(temperature=0.7),
+    SamplingConfig(temperature=0.7, top_k=5),
+    SamplingConfig(temperature=1.3, top_p=0.8),
+    SamplingConfig(temperature=0.9, top_k=8, top_p=0.6),
+    RowSampling((SamplingConfig(temperature=0.9, top_p=0.7),) * 4),
+    RowSampling((SamplingConfig(temperature=0.9, top_p=0.7), SamplingConfig()) * 2),
+]
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_sampling_distribution_is_logits_to_probs_in_entries_when_truncated(config):
+    logits = 3 * torch.randn(4, 40, generator=torch.Generator().manual_seed(9))
+    dist = sampling_distribution(logits, config)
+    one = config.groups()[0][0] if isinstance(config, RowSampling) and len(config.groups()) == 1 else config
+    truncated = isinstance(one, SamplingConfig) and not one.greedy and (one.top_k > 0 or one.top_p < 1)
+    assert isinstance(dist, Entries) == truncated
+    dense = dist.dense() if isinstance(dist, Entries) else dist
+    assert torch.equal(dense, logits_to_probs(logits, config))

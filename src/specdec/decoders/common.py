@@ -11,7 +11,7 @@ import torch
 from specdec.decoders.stats import GenerationStats
 from specdec.decoders.stopping import Rows, StopCriteria, StreamCallback
 from specdec.engine import Engine
-from specdec.sampling import Draws, RowSampling, Sampling, greedy_tokens, logits_to_probs
+from specdec.sampling import Draws, RowSampling, Sampling, greedy_tokens, sampling_distribution
 
 # Slots a decoder's cache reserves beyond the prompt at first (it grows with the text, up to the
 # context window), so short answers to requests with a large max_new_tokens stay small.
@@ -63,7 +63,7 @@ def target_choice(
         sampling = sampling.select(rows)
     if sampling.greedy:
         return greedy_tokens(logits).cpu()
-    return draws.sample(logits_to_probs(logits, sampling), offset, rows).cpu()
+    return draws.sample(sampling_distribution(logits, sampling), offset, rows).cpu()
 
 
 def context_full(engine: Engine) -> list[int]:

@@ -23,10 +23,11 @@ from specdec.models.draft_vocab import trim_output_head
 from specdec.models.surgery import reduced_precision_copy
 from specdec.sampling import (
     Draws,
+    Entries,
     Sampling,
     greedy_tokens,
-    logits_to_probs,
     max_probability,
+    sampling_distribution,
 )
 
 # Slots a draft engine reserves beyond the prompt at first; it grows as the text does.
@@ -81,9 +82,9 @@ def draft_autoregressively(
         if sampling.greedy:
             token = greedy_tokens(logits)
         else:
-            p = logits_to_probs(logits, sampling)
+            p = sampling_distribution(logits, sampling)
             token = draws.sample(p, i)
-            probs.append(p)
+            probs.append(p.dense() if isinstance(p, Entries) else p)
         tokens.append(token)
         seen.append(logits)
         if i < gamma - 1:

@@ -2,6 +2,7 @@
 
 from specdec.sampling.noise import Draws, GeneratorDraws, KeyedDraws, Stream, row_keys
 from specdec.sampling.processors import (
+    Entries,
     RowSampling,
     Sampling,
     SamplingConfig,
@@ -9,6 +10,7 @@ from specdec.sampling.processors import (
     gumbel_argmax,
     logits_to_probs,
     max_probability,
+    sampling_distribution,
     top_tokens,
 )
 from specdec.sampling.rejection import acceptance_probability, rejection_sample, residual_distribution
@@ -23,6 +25,7 @@ from specdec.sampling.verification import Verification, greedy_verify, match_ver
 
 __all__ = [
     "Draws",
+    "Entries",
     "GeneratorDraws",
     "KeyedDraws",
     "RowSampling",
@@ -42,6 +45,7 @@ __all__ = [
     "rejection_sample",
     "residual_distribution",
     "row_keys",
+    "sampling_distribution",
     "top_tokens",
     "tree_attention",
     "tree_match_verify",

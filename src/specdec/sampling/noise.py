@@ -33,7 +33,7 @@ from enum import IntEnum
 
 import torch
 
-from specdec.sampling.processors import gumbel_argmax
+from specdec.sampling.processors import Entries, gumbel_argmax
 
 _MASK = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15  # SplitMix64's increment γ
@@ -157,27 +157,29 @@ class Draws(ABC):
 
     def sample(
         self,
-        probs: torch.Tensor,
+        probs: torch.Tensor | Entries,
         offsets: int | torch.Tensor,
         rows: torch.Tensor | None = None,
         stream: Stream = Stream.DRAW,
     ) -> torch.Tensor:
-        """``[n]`` tokens drawn from ``probs`` ``[n, V]`` by the Gumbel-max trick with this step's noise,
-        on the device of ``probs``.
+        """``[n]`` tokens drawn from ``probs`` ``[n, V]`` (dense, or its :class:`Entries`) by the
+        Gumbel-max trick with this step's noise, on the device of ``probs``.
 
         Equal to ``gumbel_argmax(probs, self.gumbel(...))``, but where most of ``probs`` is zero (a
         top-k or top-p distribution, a residual) only the tokens it can pick get noise.
         """
-        support = probs > 0
-        if 2 * int(support.sum()) >= support.numel():
-            return gumbel_argmax(probs, self.gumbel(offsets, probs.shape[-1], rows, stream, probs.device))
-        row_index, tokens = support.nonzero(as_tuple=True)
-        scores = probs[row_index, tokens].to(torch.float64).log()
+        if isinstance(probs, torch.Tensor):
+            support = probs > 0
+            if 2 * int(support.sum()) >= support.numel():
+                return gumbel_argmax(probs, self.gumbel(offsets, probs.shape[-1], rows, stream, probs.device))
+            row_index, tokens = support.nonzero(as_tuple=True)
+            probs = Entries(row_index, tokens, probs[row_index, tokens], tuple(probs.shape))
+        row_index, tokens, (n, vocab) = probs.rows, probs.tokens, probs.shape
+        scores = probs.values.to(torch.float64).log()  # −inf at a zero entry: never drawn
         scores += self.gumbel_at(offsets, rows, row_index, tokens, stream)
-        n = probs.shape[0]
         best = scores.new_full((n,), -math.inf).scatter_reduce(0, row_index, scores, "amax")
         won = scores == best[row_index]  # the first maximal token, as argmax picks it
-        return tokens.new_full((n,), probs.shape[-1]).scatter_reduce(0, row_index[won], tokens[won], "amin")
+        return tokens.new_full((n,), vocab).scatter_reduce(0, row_index[won], tokens[won], "amin")
 
     def _count(self, offsets: int | torch.Tensor, rows: torch.Tensor | None) -> int:
         if rows is not None:

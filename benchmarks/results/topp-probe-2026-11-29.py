@@ -38,6 +38,7 @@ def old_module():
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("processors_old", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 

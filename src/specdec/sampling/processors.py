@@ -150,7 +150,7 @@ def max_probability(logits: torch.Tensor) -> torch.Tensor:
     and sampled decoding (top-p renormalisation would inflate it).
     """
     logits = logits.to(torch.float64)
-    return torch.exp(logits.max(dim=-1).values - torch.logsumexp(logits, dim=-1))
+    return torch.exp(logits.amax(dim=-1) - torch.logsumexp(logits, dim=-1))
 
 
 @dataclass(frozen=True)

@@ -153,7 +153,7 @@ def max_probability(logits: torch.Tensor) -> torch.Tensor:
     return torch.exp(logits.amax(dim=-1) - torch.logsumexp(logits, dim=-1))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # tensors have no single truth value to compare by
 class Entries:
     """A float64 distribution over ``shape`` = [N, V] held by its entries: ``values[j]`` at row ``rows[j]``,
     token ``tokens[j]``, zero elsewhere. What top-k and top-p produce: a few dozen tokens of a large

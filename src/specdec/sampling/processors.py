@@ -172,13 +172,10 @@ class Entries:
 def logits_to_probs(logits: torch.Tensor, config: Sampling) -> torch.Tensor:
     """Float64 distributions of ``logits`` ``[B, ..., V]`` under ``config``, one per row for a
     :class:`RowSampling` (see :func:`distribution`)."""
-    if isinstance(config, SamplingConfig):
-        return distribution(logits, config)
-    groups = config.groups()
-    if len(groups) == 1:
-        return distribution(logits, groups[0][0])
+    if (shared := _shared_config(config)) is not None:
+        return distribution(logits, shared)
     out = torch.empty(logits.shape, dtype=torch.float64, device=logits.device)
-    for group, rows in groups:
+    for group, rows in config.groups():
         index = rows.to(logits.device)
         out[index] = distribution(logits[index], group)
     return out
@@ -187,11 +184,18 @@ def logits_to_probs(logits: torch.Tensor, config: Sampling) -> torch.Tensor:
 def sampling_distribution(logits: torch.Tensor, config: Sampling) -> torch.Tensor | Entries:
     """``logits_to_probs(logits, config)`` for ``logits`` [N, V] in its cheapest exact form: the
     :class:`Entries` of a top-k or top-p distribution (one config for every row), else dense."""
-    if isinstance(config, RowSampling) and len(groups := config.groups()) == 1:
-        config = groups[0][0]
-    if not isinstance(config, SamplingConfig) or config.greedy or not _truncates(config, logits.shape[-1]):
+    shared = _shared_config(config)
+    if shared is None or shared.greedy or not _truncates(shared, logits.shape[-1]):
         return logits_to_probs(logits, config)
-    return _truncated(_scaled(logits, config), config)
+    return _truncated(_scaled(logits, shared), shared)
+
+
+def _shared_config(config: Sampling) -> SamplingConfig | None:
+    """The one config every row samples with, or None where rows differ."""
+    if isinstance(config, SamplingConfig):
+        return config
+    groups = config.groups()
+    return groups[0][0] if len(groups) == 1 else None
 
 
 def _truncates(config: SamplingConfig, vocab: int) -> bool:

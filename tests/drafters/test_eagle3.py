@@ -7,7 +7,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
-from torch.ao.nn.quantized.dynamic import Linear as DynamicQuantizedLinear
 
 from specdec import make_drafter
 from specdec.drafters.eagle3 import Eagle3Drafter
@@ -16,7 +15,7 @@ from specdec.engine import Engine
 from specdec.engine.kernels import packing_supported
 from specdec.errors import InvalidArgumentError
 from specdec.models.eagle3_layout import save_head
-from specdec.models.surgery import reduced_precision_copy
+from specdec.models.surgery import Int8Linear, reduced_precision_copy
 from specdec.training.eagle3 import unrolled_logits
 from tiny import (
     chains_against_fresh,
@@ -86,7 +85,7 @@ def test_the_factory_reads_precision_and_tree_prefixes_in_any_order(tmp_path):
     same = make_drafter(f"bf16:tree-2:eagle3:{folder}", TARGET, TOK)
     packed = all(type(m) is not nn.Linear for m in fp32.head.modules())
     assert packed == packing_supported(make_eagle3_head(TARGET))  # prepacked wherever oneDNN can
-    assert any(type(m) is DynamicQuantizedLinear for m in int8.head.modules()) and int8.tree_width == 1
+    assert any(type(m) is Int8Linear for m in int8.head.modules()) and int8.tree_width == 1
     assert bf16.head.dtype == same.head.dtype == torch.bfloat16 and bf16.tree_width == same.tree_width == 2
     assert fresh_chain(int8, TARGET, PROMPT) == fresh_chain(
         fp32, TARGET, PROMPT
@@ -101,10 +100,10 @@ def test_an_int8_head_keeps_the_fusion_of_the_targets_states_in_full_precision(t
     handful of int8 levels under one per-call scale; the negative control quantises it too."""
     head = make_eagle3_head(TARGET)
     kept, control = reduced_precision_copy(head, "int8", keep=("fc",)), reduced_precision_copy(head, "int8")
-    assert type(kept.fc) is nn.Linear and type(control.fc) is DynamicQuantizedLinear
+    assert type(kept.fc) is nn.Linear and type(control.fc) is Int8Linear
     assert (
-        sum(type(m) is DynamicQuantizedLinear for m in kept.modules())
-        == sum(type(m) is DynamicQuantizedLinear for m in control.modules()) - 1
+        sum(type(m) is Int8Linear for m in kept.modules())
+        == sum(type(m) is Int8Linear for m in control.modules()) - 1
     )  # every other linear is int8
     torch.manual_seed(0)
     plain = {h: torch.randn(1, 16, TARGET.config.hidden_size) for h in head.aux_layers}
@@ -120,7 +119,7 @@ def test_an_int8_head_keeps_the_fusion_of_the_targets_states_in_full_precision(t
     assert error["massive"] > 10 * error["plain"]  # one huge channel coarsens every other channel's int8 step
     folder = save_head(head, tmp_path / "head", {"name_or_path": "tiny", "architectures": []})
     built = make_drafter(f"int8:eagle3:{folder}", TARGET, TOK)
-    assert type(built.head.fc) is not DynamicQuantizedLinear  # what `int8:eagle3:` builds
+    assert type(built.head.fc) is not Int8Linear  # what `int8:eagle3:` builds
 
 
 @settings(max_examples=100, deadline=None)

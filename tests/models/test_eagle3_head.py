@@ -114,3 +114,23 @@ def test_a_vocabulary_is_only_widened_and_keeps_the_heads_tokens():
         with_vocabulary(head, head.draft_ids, OUTPUT_ROWS)
     with pytest.raises(InvalidArgumentError, match="keeps every token"):
         with_vocabulary(head, torch.arange(1, len(TOK)), OUTPUT_ROWS)
+
+
+def test_a_head_asked_for_one_position_a_row_gives_those_logits_and_everything_else_unchanged():
+    """A catch-up reads each row's last pair's logits only (``last``): the same logits there as the whole
+    block's (to fp32 rounding: the output head multiplies fewer rows), the same features, keys and values."""
+    head = make_eagle3_head(TARGET)
+    generator = torch.Generator().manual_seed(1)
+    width = head.config.hidden_size
+    embeds, features = (torch.randn(3, 6, width, generator=generator) for _ in range(2))
+    positions = torch.arange(6)[None].expand(3, -1)
+    causal = torch.ones(6, 6, dtype=torch.bool).tril()[None, None].expand(3, -1, -1, -1)
+    last = torch.tensor([5, 0, 3])
+    with torch.no_grad():
+        whole = head(embeds, features, positions, causal)
+        picked = head(embeds, features, positions, causal, last=last)
+    assert picked.logits.shape == (3, 1, whole.logits.shape[-1])
+    torch.testing.assert_close(picked.logits[:, 0], whole.logits[torch.arange(3), last])
+    for name in ("prenorm", "keys", "values"):
+        assert torch.equal(getattr(picked, name), getattr(whole, name))
+    assert not torch.allclose(picked.logits[:, 0], whole.logits[:, -1])  # row 1's pair 0 is not its last

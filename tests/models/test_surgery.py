@@ -2,6 +2,8 @@
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from specdec.errors import InvalidArgumentError, VocabularyMismatchError
 from specdec.models import (
@@ -12,6 +14,7 @@ from specdec.models import (
     reduced_precision_copy,
     truncated_copy,
 )
+from specdec.models.surgery import Int8Linear
 from tiny import make_gpt2, make_llama, make_tokenizer
 
 
@@ -58,3 +61,31 @@ def test_vocabulary_checks():
     other.add_tokens(["<extra>"])  # same model vocab size, different id mapping
     with pytest.raises(VocabularyMismatchError, match="tokenizers"):
         check_same_vocabulary(model, tok, make_llama(len(tok)), other)
+
+
+SMALL = make_llama(len(make_tokenizer()), layers=2)
+SMALL_INT8 = reduced_precision_copy(SMALL, "int8")
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 4), st.integers(0, 2**31 - 1))
+def test_an_int8_copy_calls_the_quantised_kernel_directly_with_the_same_bits(rows, width, seed):
+    """``Int8Linear`` is the dynamically quantised module's own op on its own packed weight: bitwise its
+    output, for one row or many (a draft step's 1, a verify or catch-up block's several)."""
+    wrapped = [m for m in SMALL_INT8.modules() if isinstance(m, Int8Linear)]
+    linears = [m for m in SMALL.modules() if type(m) is torch.nn.Linear]
+    assert len(wrapped) == len(linears) and not any(type(m) is torch.nn.Linear for m in SMALL_INT8.modules())
+    generator = torch.Generator().manual_seed(seed)
+    with torch.inference_mode():
+        for module in wrapped:
+            x = torch.randn(rows, width, module.in_features, generator=generator) * 3
+            assert torch.equal(module(x), module.quantized(x))
+            assert module(x).shape == (rows, width, module.out_features)
+
+
+def test_int8_linear_takes_only_qint8_linears():
+    half = torch.ao.quantization.quantize_dynamic(
+        torch.nn.Sequential(torch.nn.Linear(8, 4)), {torch.nn.Linear}, dtype=torch.float16
+    )[0]
+    with pytest.raises(InvalidArgumentError, match="qint8"):
+        Int8Linear(half)

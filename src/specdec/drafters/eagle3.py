@@ -130,9 +130,11 @@ class Eagle3Drafter(Drafter):
         counts: torch.Tensor,
         cache: RaggedCache,
         tree: tuple[torch.Tensor, torch.Tensor] | None = None,
+        last: torch.Tensor | None = None,
     ):
         """One head pass over a right-padded block of pairs per row, written into ``cache``: a causal
-        block, or the nodes of one tree depth (``tree``: their positions ``[B, k]`` and mask)."""
+        block, or the nodes of one tree depth (``tree``: their positions ``[B, k]`` and mask); logits
+        only at each row's pair ``last[b]`` where given."""
         width = embeds_tokens.shape[1]
         if tree is None:
             positions = cache.lengths[:, None] + torch.arange(width)[None]
@@ -141,7 +143,7 @@ class Eagle3Drafter(Drafter):
             positions, mask = tree
         embeds = F.embedding(embeds_tokens.to(self.device), self.embeddings)
         positions, mask = positions.to(self.device), None if mask is None else mask.to(self.device)
-        out = self.head(embeds, features, positions, mask, cache.past())
+        out = self.head(embeds, features, positions, mask, cache.past(), last)
         cache.write(out.keys, out.values, counts)
         self.draft_calls += 1
         return out
@@ -156,13 +158,14 @@ class Eagle3Drafter(Drafter):
             tokens, features = self._queued(rows.tolist(), int(counts[rows].max()))
             whole = len(rows) == len(self.queue)
             cache = self.cache if whole else self.cache.take(rows)
-            out = self._run(tokens, features, counts[rows], cache)
+            last = counts[rows] - 1
+            out = self._run(tokens, features, counts[rows], cache, last=last)
             if not whole:
                 self.cache.put(rows, cache)
-            last = torch.arange(len(rows), device=self.device), (counts[rows] - 1).to(self.device)
             on = rows.to(self.device)
-            self._tail_logits[on] = out.logits[last].to(self._tail_logits.dtype)
-            self._tail_feature[on] = out.prenorm[last].to(self._tail_feature.dtype)
+            self._tail_logits[on] = out.logits[:, 0].to(self._tail_logits.dtype)
+            at = torch.arange(len(rows), device=self.device), last.to(self.device)
+            self._tail_feature[on] = out.prenorm[at].to(self._tail_feature.dtype)
         self.queue = [[] for _ in self.queue]
 
     def _queued(self, rows: list[int], width: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -41,7 +41,7 @@ def default_aux_layers(num_layers: int) -> tuple[int, int, int]:
 
 @dataclass
 class HeadOutput:
-    logits: torch.Tensor  # [B, T, draft vocabulary]
+    logits: torch.Tensor  # [B, T, draft vocabulary] ([B, 1, ...] when the caller asks for one position a row)
     prenorm: torch.Tensor  # [B, T, H]: the feature the next drafted position reads
     keys: torch.Tensor  # [B, kv heads, T, head dim] of these positions (rotated), for the caller's cache
     values: torch.Tensor
@@ -156,13 +156,21 @@ class Eagle3Head(nn.Module):
         positions: torch.Tensor,
         mask: torch.Tensor | None,
         past: tuple[torch.Tensor, torch.Tensor] | None = None,
+        last: torch.Tensor | None = None,
     ) -> HeadOutput:
         """``embeds`` / ``features`` ``[B, T, H]`` of T pairs at ``positions`` ``[B, T]``; ``mask``
         ``[B, 1, T, S + T]`` (True: may attend; None: everything) over ``past`` keys and values
-        ``[B, kv heads, S, d]`` then the pairs themselves."""
+        ``[B, kv heads, S, d]`` then the pairs themselves.
+
+        ``last`` ``[B]``: logits only at row b's pair ``last[b]`` (``[B, 1, Vd]``). A drafter catching up
+        on a prompt reads only its last pair's logits, and the output head over every pair is a fifth of
+        a long prompt's pass (1,300 pairs: 0.07 of 0.33 s on a Cascade Lake Xeon)."""
         rotary = self.rotary_emb(features, positions)
         out, k, v = self.layers[0](embeds.to(features.dtype), features, rotary, mask, past)
-        return HeadOutput(self.lm_head(self.norm(out)), out, k, v)
+        read = out
+        if last is not None:
+            read = out[torch.arange(len(out), device=out.device), last.to(out.device)][:, None]
+        return HeadOutput(self.lm_head(self.norm(read)), out, k, v)
 
     def target_logits(self, logits: torch.Tensor) -> torch.Tensor:
         """Draft-vocabulary logits ``[..., Vd]`` as target-vocabulary ones, −inf off the draft vocabulary

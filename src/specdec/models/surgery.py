@@ -12,12 +12,37 @@ import warnings
 
 import torch
 from torch import nn
+from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
 from transformers import PreTrainedModel
 
 from specdec.engine.modeling import decoder_layers, shallow_copy
 from specdec.errors import InvalidArgumentError
 
 PRECISIONS = ("int8", "bf16", "fp16")
+
+
+class Int8Linear(nn.Module):
+    """A dynamically quantised linear (``quantize_dynamic``'s module, fbgemm on x86) calling its kernel
+    directly: the same op on the same packed weight, bit for bit.
+
+    What goes is the module's per-call dispatch (its dtype and version checks, two module attribute
+    lookups): ~25 µs of a 100-200 µs one-row call on a Cascade Lake Xeon, and a draft step makes 8-15
+    such calls (an EAGLE-3 head call 0.19 ms faster, ``benchmarks/CAMPAIGN.md``, forty-third session).
+    The quantised module stays inside (``quantized``): its weights, state dict and repr are as before."""
+
+    def __init__(self, quantized: DynamicLinear):
+        super().__init__()
+        if quantized._packed_params.dtype != torch.qint8:
+            raise InvalidArgumentError(
+                f"an Int8Linear wraps a qint8 linear, not {quantized._packed_params.dtype}"
+            )
+        self.quantized = quantized
+        self.in_features, self.out_features = quantized.in_features, quantized.out_features
+        self._packed = quantized._packed_params._packed_params
+        self._reduce_range = quantized.version is not None and quantized.version >= 4  # as its forward passes
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.quantized.linear_dynamic(x, self._packed, self._reduce_range).to(x.dtype)
 
 
 def check_truncation(model: PreTrainedModel, num_layers: int) -> None:
@@ -54,8 +79,12 @@ def reduced_precision_copy(
         # Dynamic int8: weights stored as int8, activations quantised per call (fbgemm on x86).
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return torch.ao.quantization.quantize_dynamic(
+            quantized = torch.ao.quantization.quantize_dynamic(
                 copied, names - set(keep), dtype=torch.qint8, inplace=True
             )
+        for name, module in list(quantized.named_modules()):
+            if isinstance(module, DynamicLinear):
+                quantized.set_submodule(name, Int8Linear(module))
+        return quantized
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
     return copy.deepcopy(model).to(dtype)

@@ -12,7 +12,13 @@ Measured: one-pair draft calls over a 400-pair cache (rolled back after each; no
 one request), a masked 3-pair catch-up block, 50 pairs later (no recompiles wanted), and the logits against
 the eager head's. (min, median) ms a call over 7 rounds of 30, nothing else running:
 
-    python benchmarks/campaigns/head-opaque-compile-probe-2026-11-29.py
+    python benchmarks/campaigns/head-opaque-compile-probe-2026-11-29.py \
+        > benchmarks/results/head_opaque_compile_probe_2026-11-29.log
+
+Seen in the forty-third session (before ``Int8Linear``): no gain. The compiled head is bitwise the eager one
+at one pair, 3.2-3.8 ms a call against eager's 3.0-3.6; a profile of the eager call puts half of it in the
+eight fbgemm calls (179 µs each) and the rest in ~100 small ops, which the compiled graph does not make
+cheaper.
 """
 
 import statistics

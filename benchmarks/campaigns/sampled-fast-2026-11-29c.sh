@@ -1,6 +1,6 @@
 #!/bin/bash
-# sampled-fast-2026-11-29b.sh again (the 1.45x run went on a VM ~3.8x slower than usual: not quotable), at e2de469
-# (ec11315 plus a no-change refactor), from /work/bench-new, the same command with a new result name.
+# sampled-fast-2026-11-29b.sh again (the 1.45x run went on a VM ~3.8x slower than usual: not quotable), at 3eade4a
+# (ec11315's top-p cut, Int8Linear, catch-up logits at the last pair), from /work/bench-new, the same command.
 cd /work/bench-new
 export PYTHONPATH=/work/bench-new/src PATH=/work/main/.venv/bin:$PATH LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 N=sampled_fast_2026-11-29c

@@ -289,3 +289,27 @@ def test_the_default_drafters_are_the_packaged_targets_best_or_derived_from_the_
     shipped = {*packaged_drafts(), *packaged_eagle3s()}
     assert all(spec.rpartition(":")[2] in shipped for spec in best[1:])  # names that load
     assert default_drafters("my/own-model") == "prompt-lookup,int8,first-2"  # no packaged drafts
+
+
+def test_the_ceiling_comes_from_measured_tokens_per_call_for_any_drafter_shape():
+    """A tree proposes siblings: 4 drafted tokens a call, 2 accepted, 3 tokens a call. The chain formula at
+    α 0.5, γ 4 gives 1.94 tokens a call, below what was measured; the ceiling uses the 3 measured, and a
+    run with no prefill or upkeep (its time all verify calls and drafting) reaches it exactly."""
+    plain = [_record("ours-plain", "eager", q, 1.2, 12) for q in range(2)]  # 12 one-token calls, 0.1 s each
+    for row in plain:
+        row["tokens"] = [5] * 12
+        row["stats"] |= {"new_tokens": 12, "tokens_per_target_call": 1.0}
+    tree = []
+    for q in range(2):
+        row = _record("ours-sps[tree]", "eager", q, 4 * 0.11 + 16 * 0.005, 4)  # verify 0.11 s, c 0.05
+        row["tokens"] = [5] * 12
+        row["stats"] |= {"new_tokens": 12, "target_time": 0.44, "draft_time": 0.08}
+        row["stats"] |= {"proposed_tokens": 16, "accepted_tokens": 8, "tokens_per_target_call": 3.0}
+        tree.append(row)
+    summary = summarize(plain + tree, ["ours-plain", "ours-sps[tree]"])["ours-sps[tree]"]
+    assert summary["alpha"] == pytest.approx(0.5) and summary["tokens_per_target_call"] == pytest.approx(3.0)
+    assert summary["verify_cost_ratio"] == pytest.approx(1.1)
+    assert summary["cost_ratio_c"] == pytest.approx(0.05)
+    assert summary["ceiling"] == pytest.approx(3.0 / (1.1 + 4 * 0.05))
+    assert summary["speedup_vs_ours_plain"] == pytest.approx(summary["ceiling"])
+    assert summary["ceiling"] > (1 - 0.5**5) / 0.5 / (4 * 0.05 + 1)  # the chain formula's "bound" is under it

@@ -2,9 +2,9 @@
 ``quantize_dynamic``'s module and through its op directly, MKL fp32 (``F.linear`` on the unpacked weight),
 and ``torch._weight_int8pack_mm`` (weight-only int8, fp32 activations); a no-op ``add`` for the floor.
 
-Why: a head call was ~180 µs per int8 linear on the Cascade Lake Xeon, against a memory floor of ~10-60 µs for
-its weights; where did the rest go. Weights are hot in cache here (a head's chain of draft calls re-reads them;
-a target step between chains evicts them). Minimum µs a call over 5 rounds of 300, 2 threads, then 1:
+Why: a head call spent ~180 µs per int8 linear on the Cascade Lake Xeon, against a memory floor of ~10-60 µs
+for its weights. Weights are hot in cache here (a head's chain of draft calls re-reads them; a target step
+between chains evicts them). Minimum µs a call over 5 rounds of 300, 2 threads, then 1:
 
     python benchmarks/campaigns/int8-linear-one-row-probe-2026-11-29.py \
         > benchmarks/results/int8_linear_one_row_probe_2026-11-29.log

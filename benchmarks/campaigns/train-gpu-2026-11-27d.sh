@@ -119,6 +119,6 @@ done
 cp "$W/run-head/best/config.json" "$W/run-head/best/model.safetensors" "$W/back/head/best/"
 $PY -m specdec train export --draft "$W/run-tandem/best" --name smollm2-135m-tandem --dest "$W/back/tandem/export"
 $PY -m specdec train export --draft "$W/run-draft/best" --name smollm2-135m-draft --dest "$W/back/draft/export"
-(cd "$W/back" && tar cf - .) | split -b 15M - "${OUT:-$W/out}/back.tar.part-"
+mkdir -p "${OUT:-$W/out}"; (cd "$W/back" && tar cf - .) | split -b 15M - "${OUT:-$W/out}/back.tar.part-"
 ls -la "${OUT:-$W/out}"
 stamp done

@@ -104,3 +104,14 @@ def test_allocator_is_recorded_and_cpu_training_under_glibc_gets_the_hint(monkey
     assert allocator() == "glibc"
     monkeypatch.setattr(train_cli.platform, "libc_ver", lambda: ("", ""))
     assert train_cli.allocator_hint() is None  # musl, macOS: not glibc's behaviour
+
+
+def test_exporting_a_checkpoint_a_run_never_saved_is_a_clear_error(tmp_path, tiny_model_dir, capsys):
+    """A run stopped before its first evaluation has a log and a config but no best/ (a lease's deadline)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train_config.json").write_text("{}")
+    (run / "log.jsonl").write_text('{"step": 1}\n')
+    export = f"train export --draft {run / 'best'} --base {tiny_model_dir} --name x --dest {tmp_path}".split()
+    assert main(export) == 2
+    assert "no checkpoint folder" in capsys.readouterr().err

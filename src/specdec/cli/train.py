@@ -240,6 +240,8 @@ def run_export(args: argparse.Namespace) -> Path:
     from specdec.models.tandem import CONFIG_FILE as TANDEM_CONFIG
     from specdec.training.export import export_draft, export_tandem
 
+    if not args.draft.is_dir():  # e.g. a run stopped before its first evaluation wrote best/
+        raise DataNotFoundError(f"no checkpoint folder at {args.draft}: the run has not saved one there")
     run_dir = args.draft.parent
     missing = [name for name in ("train_config.json", "log.jsonl") if not (run_dir / name).is_file()]
     if missing:

@@ -26,7 +26,7 @@ class Int8Linear(nn.Module):
     directly: the same op on the same packed weight, bit for bit.
 
     What goes is the module's per-call dispatch (its dtype and version checks, two module attribute
-    lookups): ~25 µs of a 100-200 µs one-row call on a Cascade Lake Xeon, and a draft step makes 8-15
+    lookups): 15-45 µs of a 40-300 µs one-row call on a Cascade Lake Xeon, and a draft step makes 8-15
     such calls (an EAGLE-3 head call 0.19 ms faster, ``benchmarks/CAMPAIGN.md``, forty-third session).
     The quantised module stays inside (``quantized``): its weights, state dict and repr are as before."""
 

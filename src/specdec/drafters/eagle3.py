@@ -155,11 +155,12 @@ class Eagle3Drafter(Drafter):
         waiting = counts.nonzero().flatten()
         for band in catch_up_groups(counts[waiting]) if len(waiting) else []:
             rows = waiting[band]
-            tokens, features = self._queued(rows.tolist(), int(counts[rows].max()))
+            queued = counts[rows]
+            tokens, features = self._queued(rows.tolist(), int(queued.max()))
             whole = len(rows) == len(self.queue)
             cache = self.cache if whole else self.cache.take(rows)
-            last = counts[rows] - 1
-            out = self._run(tokens, features, counts[rows], cache, last=last)
+            last = queued - 1
+            out = self._run(tokens, features, queued, cache, last=last)
             if not whole:
                 self.cache.put(rows, cache)
             on = rows.to(self.device)

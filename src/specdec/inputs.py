@@ -3,6 +3,7 @@ before any work is done, instead of a traceback from inside torch, jinja or the 
 
 from __future__ import annotations
 
+import argparse
 import numbers
 from collections.abc import Sequence
 from typing import Any
@@ -82,6 +83,28 @@ def check_messages(messages: Sequence) -> list[dict]:
                 f"chat message {i} must be a dict with a 'role' and a 'content' string, got {shown}"
             )
     return list(messages)
+
+
+def positive_int(text: str) -> int:
+    """argparse's type for a count (tokens, prompts, articles, steps, rows, sizes): an integer >= 1, so that
+    a 0 or a negative number is a usage error before any model loads, not a division by zero deep in a run
+    or a run that loads everything and then does nothing."""
+    return _integer_argument(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """argparse's type for an integer where 0 means something (no warm-up, top-k off, nothing skipped)."""
+    return _integer_argument(text, 0)
+
+
+def _integer_argument(text: str, least: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < least:
+        raise argparse.ArgumentTypeError(f"must be an integer >= {least}, got {text!r}")
+    return value
 
 
 def check_count(name: str, value: Any) -> int:

@@ -1,9 +1,12 @@
 import argparse
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from specdec.cli.generate import add_generate_arguments, method_from_args
-from specdec.cli.main import main
+from specdec.cli.main import build_parser, main
+from specdec.inputs import non_negative_int, positive_int
 from specdec.models.packaged import BEST_DRAFTERS, drafter_digest
 
 
@@ -41,7 +44,6 @@ def test_generate_with_bild(tiny_model_dir, capsys):
     [
         (["--method", "bild", "--fallback", "2"], "fallback_threshold"),
         (["--temperature", "-1"], "temperature"),
-        (["--max-new-tokens", "0"], "max_new_tokens"),
         (["--drafter", "first-x"], "first-N"),
         (["--device", "banana"], "unknown device"),
         (["--seed", str(2**64)], "seed"),
@@ -55,6 +57,65 @@ def test_bad_input_exits_with_a_clear_message(tiny_model_dir, capsys, args, mess
     code = main(["generate", "hi", "--model", str(tiny_model_dir), "--no-chat", *args])
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+# Integer options left to what reads them: seeds (range-checked where they are used) and ports (the operating
+# system's to refuse).
+ANY_INTEGER = {"--seed", "--shuffle-seed", "--port"}
+
+
+def integer_options(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()):
+    """(command words, option, its argparse type) for every option of every command that takes an integer."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from integer_options(sub, (*words, name))
+        elif action.type in (int, positive_int, non_negative_int):
+            yield words, action.option_strings[0], action.type
+
+
+def test_every_integer_option_says_what_it_accepts():
+    """A count refuses 0 and negatives before any model loads (``bench spec --per-task 0`` was a division
+    by zero, ``--max-new-tokens 0`` loaded models and started a bench): no option takes a bare ``int`` but
+    seeds and ports."""
+    options = list(integer_options(build_parser()))
+    assert len(options) > 100  # the walk reaches every command's options
+    bare = {(words, option) for words, option, kind in options if kind is int and option not in ANY_INTEGER}
+    assert bare == set()
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["bench", "spec", "--per-task", "0"], "--per-task"),
+        (["bench", "spec", "--max-new-tokens", "-3"], "--max-new-tokens"),
+        (["bench", "bild", "--articles", "0"], "--articles"),
+        (["generate", "hi", "--max-new-tokens", "0"], "--max-new-tokens"),
+        (["train", "eagle3", "--cache", "x", "--output", "y", "--steps", "0"], "--steps"),
+        (["data", "answers", "--prompts", "self-intents", "--count", "two"], "--count"),
+        (["serve", "--max-batch", "0"], "--max-batch"),
+    ],
+)
+def test_a_count_below_one_is_a_usage_error(capsys, args, option):
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    assert exit_.value.code == 2
+    assert f"argument {option}: must be an integer >= 1" in capsys.readouterr().err
+
+
+@given(st.integers(-(10**6), 10**6))
+def test_integer_option_types_accept_exactly_their_range(value):
+    for kind, least in ((positive_int, 1), (non_negative_int, 0)):
+        if value >= least:
+            assert kind(str(value)) == value
+        else:
+            with pytest.raises(argparse.ArgumentTypeError, match=f">= {least}"):
+                kind(str(value))
+
+
+def test_zero_still_turns_top_k_off():
+    args = build_parser().parse_args(["generate", "hi", "--top-k", "0"])
+    assert args.top_k == 0
 
 
 def test_missing_model(capsys):

@@ -223,8 +223,8 @@ def test_the_command_prints_the_vllm_and_sglang_commands(tmp_path, tiny_draft_di
         assert flags[flags.index(flag) + 1] == value
     run_export(parser.parse_args([*argv, "--cache-dir", str(tmp_path / "cache")]))  # replaces its own export
     assert not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
-    with pytest.raises(InvalidArgumentError, match="num-speculative-tokens"):
-        run_export(parser.parse_args([*argv, "--num-speculative-tokens", "0"]))
+    with pytest.raises(SystemExit):
+        parser.parse_args([*argv, "--num-speculative-tokens", "0"])
 
 
 @pytest.mark.real_model

@@ -373,16 +373,18 @@ def test_data_answers_to_self_written_prompts(tmp_path, tiny_model_dir, capsys):
     assert manifest["files"][0]["file"] == path.name
     assert manifest["files"][0]["answers"] == len(path.read_text().splitlines())
     assert manifest["settings"]["prompts"] == ["self"] and "machine" in manifest
-    assert main([*args[:-1], "0", "--cache-dir", str(tmp_path)]) == 2
-    assert "--count must be an integer >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*args[:-1], "0", "--cache-dir", str(tmp_path)])
+    assert "argument --count: must be an integer >= 1" in capsys.readouterr().err
     # Longer requests are another set of requests: cached under their own key, recorded in the manifest.
     assert main([*args, "--max-new-tokens", "4", "--request-tokens", "9", "--cache-dir", str(tmp_path)]) == 0
     last = Path(capsys.readouterr().out.splitlines()[-1].removeprefix("manifest: "))
     assert json.loads(last.read_text())["settings"]["request_tokens"] == 9
     assert last.parent == tmp_path / "answers"  # beside the caches, also when every request was dropped
     assert len(list((tmp_path / "answers").glob("prompts-*.jsonl"))) == 2
-    assert main([*args, "--request-tokens", "0", "--cache-dir", str(tmp_path)]) == 2
-    assert "--request-tokens must be an integer >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*args, "--request-tokens", "0", "--cache-dir", str(tmp_path)])
+    assert "argument --request-tokens: must be an integer >= 1" in capsys.readouterr().err
     # --batch-size also batches the request writing; rows keep their own seeds, so the requests (and the
     # cache key) do not depend on it, and a GPU run's cache resumes on the CPU.
     other = tmp_path / "other"

@@ -24,6 +24,7 @@ from specdec.benchmarks.report import machine_info, save_report
 from specdec.decoders import BiLD, DecodingMethod, PlainDecoding, SpeculativeSampling, TandemGeneration
 from specdec.drafters import make_drafter
 from specdec.errors import InvalidArgumentError
+from specdec.inputs import non_negative_int, positive_int
 from specdec.models import load_model
 from specdec.pipeline import Pipeline
 
@@ -67,17 +68,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--fallback", default="0.3,0.5,0.7", help="α_FB values")
     parser.add_argument("--rollback", default="2,4,6", help="α_RB values ('inf': no rollback)")
-    parser.add_argument("--max-small-tokens", type=int, default=10)
+    parser.add_argument("--max-small-tokens", type=positive_int, default=10)
     parser.add_argument(
         "--tandem-gamma",
         default="3",
         help="block lengths of standalone Tandem generation, for each tandem:PATH small model "
         "(with and without the primary's free token)",
     )
-    parser.add_argument("--articles", type=int, default=6, help="CNN/DM articles")
-    parser.add_argument("--article-words", type=int, default=300)
-    parser.add_argument("--per-task", type=int, default=1, help="Spec-Bench prompts per task (0: skip)")
-    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--articles", type=positive_int, default=6, help="CNN/DM articles")
+    parser.add_argument("--article-words", type=positive_int, default=300)
+    parser.add_argument(
+        "--per-task", type=non_negative_int, default=1, help="Spec-Bench prompts per task (0: skip)"
+    )
+    parser.add_argument("--max-new-tokens", type=positive_int, default=64)
     parser.add_argument("--cnndm", type=Path, default=None)
     parser.add_argument("--spec-bench", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/bild_sweep.json"))

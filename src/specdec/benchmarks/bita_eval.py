@@ -29,6 +29,7 @@ from specdec.drafters.bita import TreeShape
 from specdec.drafters.factory import TREE_SHAPE_FILE as SHAPE_FILE
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
+from specdec.inputs import non_negative_int, positive_int
 from specdec.models import load_model
 from specdec.models.bita import BiTAAdapter
 from specdec.training.answers import read_answers
@@ -113,9 +114,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--answers", action="append", required=True, help="the answers files it trained on")
     parser.add_argument("--heldout-fraction", type=float, default=0.05, help="as training held out")
     parser.add_argument("--shuffle-seed", type=int, default=0, help="as training mixed the answers")
-    parser.add_argument("--skip", type=int, default=64, help="held-out answers used for selection")
-    parser.add_argument("--sequences", type=int, default=64)
-    parser.add_argument("--groups", type=int, default=32)
+    parser.add_argument(
+        "--skip", type=non_negative_int, default=64, help="held-out answers used for selection"
+    )
+    parser.add_argument("--sequences", type=positive_int, default=64)
+    parser.add_argument("--groups", type=positive_int, default=32)
     parser.add_argument(
         "--shapes", default=",".join(SHAPES), help="tree shapes, comma-separated (widths with /, e.g. 3/2/1)"
     )

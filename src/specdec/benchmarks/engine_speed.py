@@ -33,6 +33,7 @@ from specdec.decoders.stats import sync_device
 from specdec.engine import Engine
 from specdec.engine.static_steps import STATIC_WIDTHS
 from specdec.errors import InvalidArgumentError
+from specdec.inputs import positive_int
 from specdec.models.loading import resolve_device, resolve_dtype
 from specdec.pipeline import Pipeline
 
@@ -81,12 +82,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N")
     parser.add_argument(
-        "--graph-width", type=int, default=STATIC_WIDTHS, help="tokens every graphed step is padded to"
+        "--graph-width",
+        type=positive_int,
+        default=STATIC_WIDTHS,
+        help="tokens every graphed step is padded to",
     )
     parser.add_argument("--dtype", default="float32", help="float32, bfloat16, float16")
-    parser.add_argument("--prompt-tokens", type=int, default=128)
-    parser.add_argument("--new-tokens", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds; medians are reported")
+    parser.add_argument("--prompt-tokens", type=positive_int, default=128)
+    parser.add_argument("--new-tokens", type=positive_int, default=32)
+    parser.add_argument(
+        "--repeats", type=positive_int, default=3, help="interleaved rounds; medians are reported"
+    )
     parser.add_argument("--no-hf", action="store_true", help="skip HF generate")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/engine_speed.json"))
     parser.add_argument("--markdown", type=Path, default=Path("benchmarks/ENGINE_SPEED.md"))

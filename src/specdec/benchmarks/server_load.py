@@ -32,6 +32,7 @@ from specdec.benchmarks.library_baseline import library_speedup
 from specdec.benchmarks.report import machine_info
 from specdec.benchmarks.server_load_report import markdown, rotated
 from specdec.errors import InvalidArgumentError
+from specdec.inputs import positive_int
 from specdec.models.packaged import default_drafter, drafter_digest
 
 QUESTIONS = [
@@ -267,12 +268,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--url", default=None, help="a running server instead of starting one")
     parser.add_argument("--port", type=int, default=int(os.environ.get("SPECDEC_LOAD_PORT", "8765")))
-    parser.add_argument("--max-batch", type=int, default=32)
-    parser.add_argument("--streams", type=int, default=200, help="concurrent streams of the burst")
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 16, 32])
-    parser.add_argument("--min-requests", type=int, default=8)
+    parser.add_argument("--max-batch", type=positive_int, default=32)
+    parser.add_argument("--streams", type=positive_int, default=200, help="concurrent streams of the burst")
+    parser.add_argument("--concurrency", type=positive_int, nargs="+", default=[1, 8, 16, 32])
+    parser.add_argument("--min-requests", type=positive_int, default=8)
     parser.add_argument(
-        "--rounds", type=int, default=3, help="rounds of plain, speculative and plain again per concurrency"
+        "--rounds",
+        type=positive_int,
+        default=3,
+        help="rounds of plain, speculative and plain again per concurrency",
     )
     parser.add_argument("--out", required=True)
     parser.add_argument("--markdown", required=True)

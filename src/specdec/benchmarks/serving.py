@@ -30,6 +30,7 @@ from specdec.decoders.method import DecodingMethod
 from specdec.drafters import Drafter, make_drafter
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
+from specdec.inputs import positive_int
 from specdec.models import load_model
 from specdec.models.packaged import drafter_digest
 from specdec.pipeline import Pipeline, eos_token_ids
@@ -241,10 +242,10 @@ def markdown(report: dict) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--drafters", default="prompt-lookup,int8:vocab-2048:smollm2-135m-draft")
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
-    parser.add_argument("--requests-per-client", type=int, default=2, help="requests = this × c")
-    parser.add_argument("--min-requests", type=int, default=8)
-    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--concurrency", type=positive_int, nargs="+", default=[1, 4, 16, 64])
+    parser.add_argument("--requests-per-client", type=positive_int, default=2, help="requests = this × c")
+    parser.add_argument("--min-requests", type=positive_int, default=8)
+    parser.add_argument("--max-new-tokens", type=positive_int, default=64)
     parser.add_argument("--gamma", default="adaptive", help="the SpS γ policy (adaptive: load-aware)")
     parser.add_argument(
         "--cutoff",
@@ -254,9 +255,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also run each drafter with a fixed γ and no drafting from ROWS rows on (vLLM's cut-off)",
     )
     parser.add_argument(
-        "--rounds", type=int, default=1, help="repeat every configuration this many times, order rotated"
+        "--rounds",
+        type=positive_int,
+        default=1,
+        help="repeat every configuration this many times, order rotated",
     )
-    parser.add_argument("--per-task", type=int, default=12, help="Spec-Bench prompts per task")
+    parser.add_argument("--per-task", type=positive_int, default=12, help="Spec-Bench prompts per task")
     parser.add_argument("--spec-bench", type=Path, default=None)
     parser.add_argument("--out", required=True)
     parser.add_argument("--markdown", required=True)

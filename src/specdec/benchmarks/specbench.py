@@ -23,6 +23,7 @@ from specdec.benchmarks.report import machine_info, save_report, summarize, writ
 from specdec.benchmarks.runner import Runner, static_cache_length
 from specdec.drafters import make_drafter
 from specdec.errors import InvalidArgumentError
+from specdec.inputs import positive_int
 from specdec.models import load_model, resolve_device, resolve_dtype
 from specdec.models.packaged import BEST_DRAFTERS, drafter_digest
 
@@ -45,9 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated drafter specs (default: prompt lookup, and the packaged target's best measured "
         "drafter and shipped draft; other targets: prompt lookup and drafters derived from the target)",
     )
-    parser.add_argument("--per-task", type=int, default=5, help="prompts per Spec-Bench task (6 tasks)")
-    parser.add_argument("--limit", type=int, default=None, help="cap the number of prompts")
-    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument(
+        "--per-task", type=positive_int, default=5, help="prompts per Spec-Bench task (6 tasks)"
+    )
+    parser.add_argument("--limit", type=positive_int, default=None, help="cap the number of prompts")
+    parser.add_argument("--max-new-tokens", type=positive_int, default=128)
     parser.add_argument(
         "--heuristic-for",
         default="smollm2-135m-draft",
@@ -81,7 +84,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(transformers' CompileConfig defaults; the compile happens in the warm-up, whose time is reported)",
     )
     parser.add_argument(
-        "--router-gamma-max", type=int, default=8, help="the γ cap of drafters with a block-length router"
+        "--router-gamma-max",
+        type=positive_int,
+        default=8,
+        help="the γ cap of drafters with a block-length router",
     )
     parser.add_argument(
         "--temperature",
@@ -92,7 +98,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-p", type=float, default=1.0)
     parser.add_argument(
         "--num-samples",
-        type=int,
+        type=positive_int,
         default=1,
         help="completions per prompt for our methods (with --temperature > 0); tokens/s counts them all",
     )

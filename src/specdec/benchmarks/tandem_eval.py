@@ -27,6 +27,7 @@ from specdec.benchmarks.bild_report import relative_link
 from specdec.benchmarks.report import machine_info
 from specdec.drafters.factory import tandem_folder
 from specdec.errors import InvalidArgumentError
+from specdec.inputs import non_negative_int, positive_int
 from specdec.models.loading import load_model
 from specdec.models.packaged import MANIFEST, drafter_digest
 from specdec.models.router import total_variation_topk
@@ -67,9 +68,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--run", action="append", default=[], metavar="NAME=DIR", help="a training run for the budget curve"
     )
     parser.add_argument("--heldout-fraction", type=float, default=0.05, help="as the runs were trained")
-    parser.add_argument("--skip", type=int, default=64, help="held-out sequences used for selection")
-    parser.add_argument("--sequences", type=int, default=256, help="at most this many held-out sequences")
-    parser.add_argument("--gamma-train", type=int, default=2)
+    parser.add_argument(
+        "--skip", type=non_negative_int, default=64, help="held-out sequences used for selection"
+    )
+    parser.add_argument(
+        "--sequences", type=positive_int, default=256, help="at most this many held-out sequences"
+    )
+    parser.add_argument("--gamma-train", type=positive_int, default=2)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/tandem_eval.json"))
     parser.add_argument("--markdown", type=Path, default=Path("benchmarks/TANDEM.md"))
     parser.add_argument("--plot", type=Path, default=Path("benchmarks/results/tandem_budget.png"))

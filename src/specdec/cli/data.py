@@ -16,6 +16,8 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from specdec.inputs import positive_int
+
 
 def add_answers_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default="smollm2-135m")
@@ -40,27 +42,31 @@ def add_answers_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--request-tokens",
-        type=int,
+        type=positive_int,
         default=64,
         help="longest self-written request; longer ones are dropped (at 64, most of SmolLM2's edit, summary "
         "and code requests: they carry the text or code to work on)",
     )
     parser.add_argument(
         "--snippet-chars",
-        type=int,
+        type=positive_int,
         default=600,
         help="characters of each corpus passage in KIND:PATH prompts (~4 a token: 2400 for RAG-length ones)",
     )
-    parser.add_argument("--count", type=int, default=1000, help="prompts (or conversations) per source")
-    parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument(
+        "--count", type=positive_int, default=1000, help="prompts (or conversations) per source"
+    )
+    parser.add_argument("--max-new-tokens", type=positive_int, default=256)
     parser.add_argument(
         "--max-prompt-tokens",
-        type=int,
+        type=positive_int,
         default=1024,
         help="prompts longer than this (chat template included) are left out, and counted",
     )
-    parser.add_argument("--rounds", type=int, default=None, help="turns answered per conversation (all)")
-    parser.add_argument("--batch-size", type=int, default=64, help="prompts generated together")
+    parser.add_argument(
+        "--rounds", type=positive_int, default=None, help="turns answered per conversation (all)"
+    )
+    parser.add_argument("--batch-size", type=positive_int, default=64, help="prompts generated together")
     parser.add_argument(
         "--dtype",
         default="float32",
@@ -76,7 +82,6 @@ def add_answers_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_answers(args: argparse.Namespace) -> list[Path]:
-    from specdec.inputs import check_count
     from specdec.models import default_cache_dir, load_model
     from specdec.pipeline import Pipeline
     from specdec.training.answers import (
@@ -88,9 +93,6 @@ def run_answers(args: argparse.Namespace) -> list[Path]:
     )
     from specdec.training.conversations import answer_conversations, load_conversations
 
-    check_count("--count", args.count)
-    check_count("--max-prompt-tokens", args.max_prompt_tokens)
-    check_count("--request-tokens", args.request_tokens)
     own = ("self", "self-intents")
     intents = _intent_openers(args, INTENT_OPENERS)
     single = [s for s in args.prompts if s not in own and not s.startswith("conversations:")]
@@ -198,8 +200,10 @@ def write_manifest(args: argparse.Namespace, files: list, counts: dict, elapsed:
 def add_text_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default="smollm2-135m", help="whose tokenizer cuts the text")
     parser.add_argument("--source", type=Path, required=True, help="a JSONL(.gz) of {'text': ...} rows")
-    parser.add_argument("--count", type=int, default=256, help="windows, spread through the documents")
-    parser.add_argument("--tokens", type=int, default=256, help="tokens per sample")
+    parser.add_argument(
+        "--count", type=positive_int, default=256, help="windows, spread through the documents"
+    )
+    parser.add_argument("--tokens", type=positive_int, default=256, help="tokens per sample")
     parser.add_argument("--output", type=Path, required=True, help="the answers-format JSONL to write")
     parser.add_argument("--cache-dir", default=None)
 
@@ -226,9 +230,13 @@ def add_primary_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="primary hidden-state indices to store, e.g. 15,30 (default: Tandem's map, --secondary-layers)",
     )
-    parser.add_argument("--secondary-layers", type=int, default=2, help="for the default layer map")
-    parser.add_argument("--top-k", type=int, default=64, help="logits kept per token for distillation")
-    parser.add_argument("--max-len", type=int, default=384, help="longer sequences lose their prompt's start")
+    parser.add_argument("--secondary-layers", type=positive_int, default=2, help="for the default layer map")
+    parser.add_argument(
+        "--top-k", type=positive_int, default=64, help="logits kept per token for distillation"
+    )
+    parser.add_argument(
+        "--max-len", type=positive_int, default=384, help="longer sequences lose their prompt's start"
+    )
     parser.add_argument(
         "--dtype", default="float32", help="the primary's dtype for this pass (bf16 on AVX-512 BF16)"
     )
@@ -238,7 +246,7 @@ def add_primary_arguments(parser: argparse.ArgumentParser) -> None:
         help="where the primary runs (cuda: a million answer tokens in seconds; the cache records the dtype "
         "only, so a cut-off cache resumes on either device)",
     )
-    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--batch-size", type=positive_int, default=16)
     parser.add_argument(
         "--shuffle-seed",
         type=int,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from specdec.errors import InvalidArgumentError
+from specdec.inputs import positive_int
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +31,10 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         "bfloat16 halves the folder)",
     )
     parser.add_argument(
-        "--num-speculative-tokens", type=int, default=5, help="draft tokens per step in the printed commands"
+        "--num-speculative-tokens",
+        type=positive_int,
+        default=5,
+        help="draft tokens per step in the printed commands",
     )
     parser.add_argument("--cache-dir", default=None)
 
@@ -40,10 +43,6 @@ def run_export(args: argparse.Namespace) -> Path:
     """Write the folder, then print what it holds and the two commands that serve it."""
     from specdec.models.export import export_for_serving, serve_commands
 
-    if args.num_speculative_tokens < 1:
-        raise InvalidArgumentError(
-            f"--num-speculative-tokens must be >= 1, got {args.num_speculative_tokens}"
-        )
     result = export_for_serving(
         args.draft, args.target, args.output, dtype=args.dtype, cache_dir=args.cache_dir
     )

@@ -14,6 +14,7 @@ from specdec.decoders import BiLD, DecodingMethod, PlainDecoding, SpeculativeSam
 from specdec.drafters import make_drafter
 from specdec.drafters.factory import SPECS_HINT
 from specdec.errors import InvalidArgumentError
+from specdec.inputs import non_negative_int, positive_int
 from specdec.models import load_model
 from specdec.models.packaged import default_drafter
 from specdec.pipeline import GenerationResult, Pipeline
@@ -98,9 +99,9 @@ def add_generate_arguments(parser: argparse.ArgumentParser, default_prompt: str 
         help="plain decoding, speculative sampling (default), Big Little Decoder (not lossless), "
         "Tandem + SPEED, BiTA",
     )
-    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--max-new-tokens", type=positive_int, default=128)
     parser.add_argument("--temperature", type=float, default=0.0)
-    parser.add_argument("--top-k", type=int, default=0)
+    parser.add_argument("--top-k", type=non_negative_int, default=0)
     parser.add_argument("--top-p", type=float, default=1.0)
     parser.add_argument(
         "--gamma", default=None, help="draft length: an int, 'adaptive' (default) or 'heuristic'"
@@ -126,7 +127,7 @@ def add_generate_arguments(parser: argparse.ArgumentParser, default_prompt: str 
         "--rollback", type=float, default=None, help="α_RB: replace a token when −log q > α_RB (3)"
     )
     bild.add_argument(
-        "--max-small-tokens", type=int, default=None, help="cap on consecutive small tokens (10)"
+        "--max-small-tokens", type=positive_int, default=None, help="cap on consecutive small tokens (10)"
     )
     tandem = parser.add_argument_group("--method tandem")
     tandem.add_argument(

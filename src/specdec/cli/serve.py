@@ -7,6 +7,7 @@ import os
 
 from specdec.cli.generate import COMPILE_HELP
 from specdec.errors import InvalidArgumentError
+from specdec.inputs import non_negative_int, positive_int
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,9 +38,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("SPECDEC_API_KEY"),
         help="require 'Authorization: Bearer KEY' (default: $SPECDEC_API_KEY; none: open)",
     )
-    parser.add_argument("--max-batch", type=int, default=32, help="sequences decoded together, at most")
-    parser.add_argument("--max-waiting", type=int, default=256, help="queued sequences before 429")
-    parser.add_argument("--max-body-bytes", type=int, default=1 << 20)
+    parser.add_argument(
+        "--max-batch", type=positive_int, default=32, help="sequences decoded together, at most"
+    )
+    parser.add_argument(
+        "--max-waiting", type=non_negative_int, default=256, help="queued sequences before 429"
+    )
+    parser.add_argument("--max-body-bytes", type=positive_int, default=1 << 20)
     parser.add_argument(
         "--served-model-name", default=None, help="the model id clients send (default: --model)"
     )

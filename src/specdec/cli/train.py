@@ -12,6 +12,7 @@ import torch
 from tqdm.auto import tqdm
 
 from specdec.errors import DataNotFoundError, InvalidArgumentError
+from specdec.inputs import non_negative_int, positive_int
 
 
 def add_train_arguments(parser: argparse.ArgumentParser, early_exit: bool = False) -> None:
@@ -22,24 +23,31 @@ def add_train_arguments(parser: argparse.ArgumentParser, early_exit: bool = Fals
     data = parser.add_argument_group("data")
     data.add_argument("--corpus", action="append", default=[], help="text / .jsonl(.gz) file (repeatable)")
     data.add_argument("--text-field", default="text")
-    data.add_argument("--max-chars", type=int, default=5_000_000, help="characters read per corpus file")
+    data.add_argument(
+        "--max-chars", type=positive_int, default=5_000_000, help="characters read per corpus file"
+    )
     data.add_argument("--heldout-fraction", type=float, default=0.02)
     data.add_argument("--align", action="append", default=[], help="alignment prompts KIND:PATH (repeatable)")
-    data.add_argument("--align-count", type=int, default=64, help="prompts per --align source")
-    data.add_argument("--align-max-new-tokens", type=int, default=96)
-    data.add_argument("--align-every", type=int, default=2, help="every k-th step uses alignment data")
+    data.add_argument("--align-count", type=positive_int, default=64, help="prompts per --align source")
+    data.add_argument("--align-max-new-tokens", type=positive_int, default=96)
+    data.add_argument(
+        "--align-every", type=positive_int, default=2, help="every k-th step uses alignment data"
+    )
     if early_exit:
         parser.add_argument(
-            "--exit-layer", type=int, required=True, help="the small model is the first N layers (+ head)"
+            "--exit-layer",
+            type=positive_int,
+            required=True,
+            help="the small model is the first N layers (+ head)",
         )
     else:
         add_shape_arguments(parser)
     opt = parser.add_argument_group("optimisation")
-    opt.add_argument("--steps", type=int, default=1000)
-    opt.add_argument("--batch-size", type=int, default=8)
-    opt.add_argument("--seq-len", type=int, default=128)
+    opt.add_argument("--steps", type=positive_int, default=1000)
+    opt.add_argument("--batch-size", type=positive_int, default=8)
+    opt.add_argument("--seq-len", type=positive_int, default=128)
     opt.add_argument("--lr", type=float, default=1e-4 if early_exit else 3e-4)
-    opt.add_argument("--warmup", type=int, default=20)
+    opt.add_argument("--warmup", type=non_negative_int, default=20)
     opt.add_argument("--distill", choices=("kl", "soft_ce"), default="kl")
     opt.add_argument("--temperature", type=float, default=1.0)
     opt.add_argument(
@@ -50,8 +58,8 @@ def add_train_arguments(parser: argparse.ArgumentParser, early_exit: bool = Fals
         help="KD weight λ in [0, 1]",
     )
     opt.add_argument("--preset", choices=("tandem-distil",), default=None)
-    opt.add_argument("--eval-every", type=int, default=100)
-    opt.add_argument("--save-every", type=int, default=200)
+    opt.add_argument("--eval-every", type=positive_int, default=100)
+    opt.add_argument("--save-every", type=positive_int, default=200)
     opt.add_argument("--seed", type=int, default=0)
     opt.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output")
     parser.add_argument("--cache-dir", default=None)
@@ -70,11 +78,11 @@ def add_cache_argument(parser: argparse.ArgumentParser, what: str = "from `specd
 
 def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
     model = parser.add_argument_group("draft shape")
-    model.add_argument("--layers", type=int, default=4)
-    model.add_argument("--hidden-size", type=int, default=None)
-    model.add_argument("--intermediate-size", type=int, default=None)
-    model.add_argument("--heads", type=int, default=None)
-    model.add_argument("--kv-heads", type=int, default=None)
+    model.add_argument("--layers", type=positive_int, default=4)
+    model.add_argument("--hidden-size", type=positive_int, default=None)
+    model.add_argument("--intermediate-size", type=positive_int, default=None)
+    model.add_argument("--heads", type=positive_int, default=None)
+    model.add_argument("--kv-heads", type=positive_int, default=None)
     model.add_argument("--init", choices=("target", "fresh"), default="target")
     model.add_argument("--init-layers", default=None, help="target layers to copy, e.g. 0,1,28,29")
 
@@ -95,13 +103,13 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "--draft", required=True, help="a draft model (name, folder) or first-N / int8 / bf16"
     )
     parser.add_argument("--heldout", default=None, help="held-out text / .jsonl(.gz) file")
-    parser.add_argument("--heldout-chars", type=int, default=200_000)
-    parser.add_argument("--windows", type=int, default=32)
-    parser.add_argument("--seq-len", type=int, default=128)
+    parser.add_argument("--heldout-chars", type=positive_int, default=200_000)
+    parser.add_argument("--windows", type=positive_int, default=32)
+    parser.add_argument("--seq-len", type=positive_int, default=128)
     parser.add_argument("--spec-bench", type=Path, default=None)
-    parser.add_argument("--per-task", type=int, default=1)
-    parser.add_argument("--max-new-tokens", type=int, default=64)
-    parser.add_argument("--gamma", type=int, default=4)
+    parser.add_argument("--per-task", type=positive_int, default=1)
+    parser.add_argument("--max-new-tokens", type=positive_int, default=64)
+    parser.add_argument("--gamma", type=positive_int, default=4)
     parser.add_argument("--out", type=Path, default=None, help="write the report as JSON here")
     parser.add_argument("--cache-dir", default=None)
 

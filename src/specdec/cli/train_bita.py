@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 
 from specdec.errors import DataNotFoundError
+from specdec.inputs import non_negative_int, positive_int
 
 
 def add_bita_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,19 +19,21 @@ def add_bita_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kind", choices=("deep", "shallow", "none"), default="deep", help="prompt design (Table 3 ablation)"
     )
-    parser.add_argument("--prompts", type=int, default=16, help="P prompt tokens (0 with --kind none)")
-    parser.add_argument("--masks", type=int, default=3, help="M mask tokens")
+    parser.add_argument(
+        "--prompts", type=non_negative_int, default=16, help="P prompt tokens (0 with --kind none)"
+    )
+    parser.add_argument("--masks", type=positive_int, default=3, help="M mask tokens")
     opt = parser.add_argument_group("optimisation (defaults: the official preset, lr 3e-2 cosine)")
-    opt.add_argument("--steps", type=int, default=1000)
-    opt.add_argument("--batch-size", type=int, default=8, help="sequences per step")
-    opt.add_argument("--groups", type=int, default=32, help="mask groups packed per sequence")
+    opt.add_argument("--steps", type=positive_int, default=1000)
+    opt.add_argument("--batch-size", type=positive_int, default=8, help="sequences per step")
+    opt.add_argument("--groups", type=positive_int, default=32, help="mask groups packed per sequence")
     opt.add_argument("--lr", type=float, default=3e-2)
-    opt.add_argument("--warmup", type=int, default=20)
-    opt.add_argument("--max-len", type=int, default=256)
-    opt.add_argument("--eval-every", type=int, default=100)
-    opt.add_argument("--eval-sequences", type=int, default=64)
+    opt.add_argument("--warmup", type=non_negative_int, default=20)
+    opt.add_argument("--max-len", type=positive_int, default=256)
+    opt.add_argument("--eval-every", type=positive_int, default=100)
+    opt.add_argument("--eval-sequences", type=positive_int, default=64)
     opt.add_argument("--heldout-fraction", type=float, default=0.05)
-    opt.add_argument("--save-every", type=int, default=100)
+    opt.add_argument("--save-every", type=positive_int, default=100)
     opt.add_argument("--seed", type=int, default=0)
     opt.add_argument("--shuffle-seed", type=int, default=0, help="answers from all files are mixed by it")
     opt.add_argument("--resume", action="store_true")

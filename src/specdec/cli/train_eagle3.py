@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from specdec.cli.train import add_cache_argument
+from specdec.inputs import non_negative_int, positive_int
 
 DEFAULT_DRAFT_VOCAB = "smollm2-135m-draft:2048"
 
@@ -27,28 +28,28 @@ def add_eagle3_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init-from", type=Path, default=None, help="continue from this head's weights")
     parser.add_argument(
         "--intermediate-size",
-        type=int,
+        type=positive_int,
         default=None,
         help="the head's MLP width (default: the target's); with --init-from, a wider one than the head's "
         "widens it, drafting exactly as before until training moves the new units",
     )
     opt = parser.add_argument_group("optimisation")
-    opt.add_argument("--steps", type=int, default=1000)
-    opt.add_argument("--ttt-steps", type=int, default=4, help="chain depth unrolled in training")
-    opt.add_argument("--batch-size", type=int, default=16, help="sequences per step")
+    opt.add_argument("--steps", type=positive_int, default=1000)
+    opt.add_argument("--ttt-steps", type=positive_int, default=4, help="chain depth unrolled in training")
+    opt.add_argument("--batch-size", type=positive_int, default=16, help="sequences per step")
     opt.add_argument(
         "--max-batch-tokens",
-        type=int,
+        type=positive_int,
         default=None,
         help="split each step into micro-batches of at most this many padded tokens, shortest first (the "
         "same step, less padding where sequence lengths differ; e.g. 4096)",
     )
     opt.add_argument("--lr", type=float, default=1e-3)
-    opt.add_argument("--warmup", type=int, default=50)
-    opt.add_argument("--eval-every", type=int, default=100)
-    opt.add_argument("--eval-sequences", type=int, default=64)
+    opt.add_argument("--warmup", type=non_negative_int, default=50)
+    opt.add_argument("--eval-every", type=positive_int, default=100)
+    opt.add_argument("--eval-sequences", type=positive_int, default=64)
     opt.add_argument("--heldout-fraction", type=float, default=0.05)
-    opt.add_argument("--save-every", type=int, default=100)
+    opt.add_argument("--save-every", type=positive_int, default=100)
     opt.add_argument("--seed", type=int, default=0)
     opt.add_argument("--resume", action="store_true")
     opt.add_argument("--bf16", choices=("auto", "on", "off"), default="auto")
@@ -82,8 +83,6 @@ def build_head(args: argparse.Namespace, target) -> Eagle3Head:  # noqa: F821
 
     text = target.config.get_text_config()
     width = args.intermediate_size
-    if width is not None and width < 1:
-        raise InvalidArgumentError(f"--intermediate-size must be an integer >= 1, got {width}")
     if args.init_from is not None:
         head = load_head(args.init_from, text.num_hidden_layers)
         if width is not None and width != head.config.intermediate_size:

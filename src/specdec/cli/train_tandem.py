@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from specdec.cli.train import add_cache_argument, add_shape_arguments, bf16_pays, shape_from_args
+from specdec.inputs import non_negative_int, positive_int
 
 
 def add_tandem_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,18 +38,22 @@ def add_tandem_arguments(parser: argparse.ArgumentParser) -> None:
         help="random: the paper; identity: each copied layer starts reading the primary's own input to it",
     )
     opt = parser.add_argument_group("optimisation")
-    opt.add_argument("--gamma", type=int, default=2, help="γ_train, the block length of the training mask")
-    opt.add_argument("--steps", type=int, default=1000)
-    opt.add_argument("--batch-size", type=int, default=8, help="sequences per step")
+    opt.add_argument(
+        "--gamma", type=positive_int, default=2, help="γ_train, the block length of the training mask"
+    )
+    opt.add_argument("--steps", type=positive_int, default=1000)
+    opt.add_argument("--batch-size", type=positive_int, default=8, help="sequences per step")
     opt.add_argument("--lr", type=float, default=3e-4)
-    opt.add_argument("--warmup", type=int, default=50)
+    opt.add_argument("--warmup", type=non_negative_int, default=50)
     opt.add_argument("--lambda", dest="distill_weight", type=float, default=0.5)
-    opt.add_argument("--eval-every", type=int, default=100)
-    opt.add_argument("--eval-sequences", type=int, default=64, help="held-out sequences for selection")
+    opt.add_argument("--eval-every", type=positive_int, default=100)
+    opt.add_argument(
+        "--eval-sequences", type=positive_int, default=64, help="held-out sequences for selection"
+    )
     opt.add_argument(
         "--heldout-fraction", type=float, default=0.05, help="the cache's tail kept out of training"
     )
-    opt.add_argument("--save-every", type=int, default=200)
+    opt.add_argument("--save-every", type=positive_int, default=200)
     opt.add_argument("--seed", type=int, default=0)
     opt.add_argument("--resume", action="store_true")
     opt.add_argument(
@@ -159,11 +164,11 @@ def add_router_arguments(parser: argparse.ArgumentParser) -> None:
         help="a trained Tandem secondary (the router goes in TANDEM/router)",
     )
     add_cache_argument(parser)
-    parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--steps", type=positive_int, default=300)
+    parser.add_argument("--batch-size", type=positive_int, default=8)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument(
-        "--gamma", type=int, default=5, help="block length of the drafting situation it learns in"
+        "--gamma", type=positive_int, default=5, help="block length of the drafting situation it learns in"
     )
     parser.add_argument("--tau", type=float, default=0.8, help="the stop threshold its held-out report uses")
     parser.add_argument("--seed", type=int, default=0)

@@ -9,6 +9,7 @@ from specdec.benchmarks.data import SPEC_BENCH_TASKS, load_spec_bench, prompt_se
 from specdec.benchmarks.report import bootstrap_interval, summarize
 from specdec.benchmarks.specbench import default_drafters, static_cache_length
 from specdec.cli.main import main
+from specdec.errors import InvalidArgumentError
 from specdec.models.packaged import BEST_DRAFTERS, drafter_digest, packaged_drafts, packaged_eagle3s
 
 
@@ -27,6 +28,9 @@ def test_stratified_subset(tmp_path):
     prompts = load_spec_bench(write_questions(tmp_path / "q.jsonl"), per_task=2)
     assert [p["task"] for p in prompts] == [t for t in SPEC_BENCH_TASKS for _ in range(2)]
     assert all(p["prompt"].startswith("the quick brown fox") for p in prompts)  # first turns only
+    for per_task in (0, -2):  # a division by zero, and an odd subset, before the check
+        with pytest.raises(InvalidArgumentError, match="per_task"):
+            load_spec_bench(write_questions(tmp_path / "q.jsonl"), per_task=per_task)
 
 
 def test_mt_bench_categories_are_one_task_and_the_others_their_own():

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from specdec.errors import DataNotFoundError
+from specdec.inputs import check_count
 
 #: Spec-Bench's six tasks; its MT-bench part is spread over eight MT-bench categories.
 SPEC_BENCH_TASKS = ("mt_bench", "translation", "summarization", "qa", "math_reasoning", "rag")
@@ -32,6 +33,7 @@ def load_spec_bench(path: Path, per_task: int) -> list[dict]:
 
     Returns dicts with ``question_id``, ``task`` and ``prompt``.
     """
+    check_count("per_task", per_task)
     if not path.is_file():
         raise DataNotFoundError(
             f"Spec-Bench prompts not found at {path}; they live in ../shared/data/eval/spec_bench "

@@ -4,7 +4,9 @@
 # (self-intents-1200000: requests of up to 128 tokens, answered on the AMD EPYC; only the head before the 8,499-token
 # vocabulary trained on it), cached in fp32 (the dtype the head drafts against on this CPU), then scored on the fixed
 # held-out set (benchmarks/data/heldout-9900000) against the shipped head. Resumable: rerun continues the cache and
-# the run (--resume); TRAIN_SECONDS bounds training.
+# the run (--resume); TRAIN_SECONDS bounds training. SHARDS=N trains on the cache's first N complete shards (of 256
+# answers each) without caching more: a read-only view (links to those shards, the meta's count cut to them), for a
+# session without the time to finish the cache (the forty-fourth: SHARDS=14 TRAIN_SECONDS=2820).
 #   benchmarks/campaigns/train-2026-11-29-eagle3-cpu.sh
 set -uo pipefail
 source /work/main/.venv/bin/activate
@@ -17,8 +19,15 @@ mkdir -p $R && cd $R
 echo "== cache $(date -Is) $(lscpu | grep 'Model name') commit $(git -C $M rev-parse --short HEAD)"
 [ -f answers-$BATCH.jsonl ] || gunzip -c $M/benchmarks/data/self-intents-$BATCH/answers-*.jsonl.gz > answers-$BATCH.jsonl
 sha256sum answers-$BATCH.jsonl; wc -l answers-$BATCH.jsonl
-specdec data primary --answers answers-$BATCH.jsonl --output $CACHE --max-len 256 --batch-size 16 --dtype fp32 \
-  --hidden-layers 0,2,15,27,29 2>&1 | grep -v -E "it/s\]|s/it\]"
+if [ -n "${SHARDS:-}" ]; then  # the first SHARDS shards as a cache of their own
+  VIEW=$CACHE-first$SHARDS RUN=${RUN%-first*}-first$SHARDS
+  mkdir -p $VIEW && for i in $(seq 0 $((SHARDS - 1))); do ln -sfn $CACHE/shard-$(printf %05d $i) $VIEW/; done
+  python -c "import json,sys; m=json.load(open('$CACHE/meta.json')); m['sequences']=min(m['sequences'],$SHARDS*m['shard_size']); json.dump(m,open('$VIEW/meta.json','w'),indent=1)"
+  CACHE=$VIEW
+else
+  specdec data primary --answers answers-$BATCH.jsonl --output $CACHE --max-len 256 --batch-size 16 --dtype fp32 \
+    --hidden-layers 0,2,15,27,29 2>&1 | grep -v -E "it/s\]|s/it\]"
+fi
 if [ ! -f $HO/meta.json ]; then
   gunzip -c $M/benchmarks/data/heldout-9900000/answers-*.jsonl.gz > heldout-9900000.jsonl
   specdec data primary --answers heldout-9900000.jsonl --output $HO --max-len 256 --batch-size 16 --dtype fp32 \

@@ -6,7 +6,8 @@
 # held-out set (benchmarks/data/heldout-9900000) against the shipped head. Resumable: rerun continues the cache and
 # the run (--resume); TRAIN_SECONDS bounds training. SHARDS=N trains on the cache's first N complete shards (of 256
 # answers each) without caching more: a read-only view (links to those shards, the meta's count cut to them), for a
-# session without the time to finish the cache (the forty-fourth: SHARDS=14 TRAIN_SECONDS=2820).
+# session without the time to finish the cache (the forty-fourth: SHARDS=14 TRAIN_SECONDS=2820,
+# stopped by hand after checkpoint-200 and scored with followup-2026-11-29-cpu-head.sh HEAD=…/checkpoint-200).
 #   benchmarks/campaigns/train-2026-11-29-eagle3-cpu.sh
 set -uo pipefail
 source /work/main/.venv/bin/activate

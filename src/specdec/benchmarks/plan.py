@@ -12,6 +12,7 @@ import argparse
 from specdec.benchmarks.runner import BenchMethod
 from specdec.drafters import ModelDrafter, PromptLookupDrafter
 from specdec.errors import InvalidArgumentError
+from specdec.inputs import positive_int
 
 
 def has_hf_equivalent(drafter) -> bool:
@@ -72,11 +73,12 @@ def plan_methods(
 
 
 def fixed_gammas(text: str) -> tuple[int, ...]:
-    """``--fixed-gamma``'s list (argparse's type: a typo is a usage error before any model loads)."""
-    values = [v.strip() for v in text.split(",") if v.strip()]
-    if not all(v.isdigit() and int(v) >= 1 for v in values):
-        raise argparse.ArgumentTypeError(f"takes γ values >= 1, comma-separated; got {text!r}")
-    return tuple(int(v) for v in values)
+    """``--fixed-gamma``'s list (argparse's type: a typo is a usage error before any model loads), each value
+    read as every other count option reads its one (``positive_int``)."""
+    try:
+        return tuple(positive_int(v) for v in text.split(",") if v.strip())
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"takes γ values >= 1, comma-separated; got {text!r}") from None
 
 
 def rotated(methods: list[BenchMethod], turn: int) -> list[BenchMethod]:

@@ -64,7 +64,7 @@ def test_members_get_their_own_slice_of_their_own_input_in_any_order():
             for name, out in got.items():
                 want = getattr(toy, name)(x2 if name == "b" else x)
                 torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
-            assert (group._input is None) == (order != "a")  # held only while a member has yet to take it
+            assert (group.product.input is None) == (order != "a")  # held while a member has yet to take it
         packed.a(x)
         got_c = packed.c(x2)  # another input than the one ``a`` left in the group
     torch.testing.assert_close(got_c, toy.c(x2), rtol=1e-5, atol=1e-5)

@@ -122,7 +122,7 @@ class PackedLinear(nn.Module):
 class _Product:
     """A group's last product, its input, and the members yet to take their slices. A plain object, not
     attributes of the module: ``nn.Module.__setattr__`` costs ~1 µs a write, and the ~150 members a
-    SmolLM2 forward calls made ~300 of them (one-token steps 18.5 → 18.0 ms on an AMD EPYC,
+    SmolLM2 forward calls made ~300 of them (~0.3 ms a step; measured in
     ``benchmarks/campaigns/group-product-probe-2026-11-29b.py``)."""
 
     input: torch.Tensor | None = None

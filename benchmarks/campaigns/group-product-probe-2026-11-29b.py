@@ -10,11 +10,10 @@ itself:
 """
 
 import statistics
-import time
 
 import torch
 
-from specdec.benchmarks.step_timing import primed_token
+from specdec.benchmarks.step_timing import primed_token, timed_steps
 from specdec.engine import Engine
 from specdec.engine.kernels import SharedInputLinears
 from specdec.models import load_model
@@ -46,12 +45,7 @@ with torch.inference_mode():
             SharedInputLinears.take = take
             for n in (1, 5):
                 block = torch.randint(3, vocab, (1, n), generator=generator)
-                times = []
-                for _ in range(40):
-                    start = time.perf_counter()
-                    engine.extend(block)
-                    times.append(time.perf_counter() - start)
-                    engine.rollback(n)
+                times = timed_steps(engine, block, 40)
                 results.setdefault((name, n), []).append(statistics.median(times[2:]))
 SharedInputLinears.take = library_take
 for (name, n), rounds in results.items():

@@ -16,6 +16,9 @@ the other). The eager engine is the bitwise batch-invariant one (``docs/correctn
 
 from __future__ import annotations
 
+import functools
+import shutil
+import subprocess
 from collections.abc import Callable
 
 import torch
@@ -32,6 +35,18 @@ CPU_STEP_OPTIONS = {
     "cpp.gemm_max_k_slices": 1,
 }
 
+# GCC options that let a GEMM micro-kernel of more than four rows keep its accumulators in registers.
+# The kernel holds them in one array of rows x 3 AVX-512 vectors, zeroed by a loop: GCC turns that loop
+# into a call to memset (loop distribution) or, past 16 elements, leaves it a loop (complete peeling
+# stops at 16), and either way the array stays in memory: every k step stores all its accumulators to
+# the stack. Kernels of up to four rows are inlined into their caller and escape it; five and more are
+# not. Measured on an AVX-512 EPYC: SmolLM2's 576 -> 1536 projection at 5-8 rows 100-131 -> 70-80 us a
+# call, one to four rows 63-71 us either way (``benchmarks/campaigns/gemm-rows-probe-2026-11-29.py``);
+# SmolLM2's compiled 5-token verify block 1.51 -> 1.21 one-token steps, 8 tokens 1.70 -> 1.51
+# (``compiled-gcc-options-probe-2026-11-29.py``). The options change which loops are unrolled, not the
+# arithmetic: every product keeps its bits.
+GCC_REGISTER_OPTIONS = "-fno-tree-loop-distribute-patterns --param=max-completely-peel-times=32"
+
 
 def compile_step(model: nn.Module, device: torch.device) -> Callable:
     """``model`` under ``torch.compile`` with symbolic sizes; on a CPU with :data:`CPU_STEP_OPTIONS`.
@@ -45,9 +60,37 @@ def compile_step(model: nn.Module, device: torch.device) -> Callable:
     compiled = torch.compile(model, dynamic=True)
     if device.type != "cpu":
         return compiled
+    options = CPU_STEP_OPTIONS | gcc_options()
 
     def step(*args, **kwargs):
-        with inductor_config.patch(CPU_STEP_OPTIONS):
+        with inductor_config.patch(options):
             return compiled(*args, **kwargs)
 
     return step
+
+
+def gcc_options() -> dict[str, str]:
+    """:data:`GCC_REGISTER_OPTIONS` as inductor settings where its C++ compiler is GCC, else none.
+
+    Inductor has no setting for extra compiler options; its ``cpp.march`` value is written into the
+    command line as ``-march=<value>`` and the line is split like a shell's, so the options ride behind
+    the architecture it would have used (``native`` unless the user set one). Clang, which does not know
+    GCC's ``--param`` names, and an architecture flag switched off (``""``) get nothing."""
+    march, cxx = inductor_config.cpp.march, inductor_config.cpp.cxx
+    compiler = cxx[-1] if isinstance(cxx, (tuple, list)) else cxx
+    if march == "" or not compiler or not _is_gcc(compiler):
+        return {}
+    return {"cpp.march": f"{march or 'native'} {GCC_REGISTER_OPTIONS}"}
+
+
+@functools.cache
+def _is_gcc(compiler: str) -> bool:
+    """Whether ``compiler`` (a name on the PATH or a path) says it is GCC's C++ compiler."""
+    path = shutil.which(compiler)
+    if path is None:
+        return False
+    try:
+        version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "clang" not in version.lower() and ("g++" in version or "GCC" in version)

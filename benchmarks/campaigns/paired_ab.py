@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from specdec.benchmarks.report import bootstrap_interval
+from specdec.benchmarks.report import bootstrap_interval, tokens_per_second
 
 
 def rows_of(records: list[dict], method: str) -> list[dict]:
@@ -23,10 +23,7 @@ def rows_of(records: list[dict], method: str) -> list[dict]:
 
 
 def speedup(mine: list[dict], base: list[dict]) -> float:
-    def tok_s(rows: list[dict]) -> float:
-        return sum(len(r["tokens"]) for r in rows) / sum(r["time"] for r in rows)
-
-    return tok_s(mine) / tok_s(base)
+    return tokens_per_second(mine) / tokens_per_second(base)
 
 
 def main() -> None:

@@ -83,6 +83,11 @@ def _total(rows: list[dict], key: str) -> float:
     return sum(r["stats"][key] for r in rows)
 
 
+def tokens_per_second(rows: list[dict]) -> float:
+    """Σ tokens / Σ time over a method's prompt records: the rate every speedup in a report divides."""
+    return sum(len(r["tokens"]) for r in rows) / sum(r["time"] for r in rows)
+
+
 def bootstrap_interval(mine: list[dict], base: list[dict], level: float = 0.95, seed: int = 0) -> list[float]:
     """Percentile interval of the speedup Σtokens/Σtime over Σtokens_base/Σtime_base when the prompts
     are resampled with replacement (paired: a resample draws the same prompts for both methods)."""
@@ -108,9 +113,6 @@ def summarize(records: list[dict], methods: list[str]) -> dict:
     reference = "hf-plain" if "hf-plain" in by_method else plains[0]
     ref_tokens = {r["question_id"]: r["tokens"] for r in by_method[reference]}
 
-    def tok_s(rows):
-        return sum(len(r["tokens"]) for r in rows) / sum(r["time"] for r in rows)
-
     summary = {}
     hf = by_method.get("hf-plain")
     for name in methods:
@@ -126,10 +128,10 @@ def summarize(records: list[dict], methods: list[str]) -> dict:
         entry = {
             "tokens": sum(len(r["tokens"]) for r in rows),
             "time": sum(r["time"] for r in rows),
-            "tokens_per_second": tok_s(rows),
-            "speedup_vs_hf_plain": tok_s(rows) / tok_s(hf) if hf else None,
+            "tokens_per_second": tokens_per_second(rows),
+            "speedup_vs_hf_plain": tokens_per_second(rows) / tokens_per_second(hf) if hf else None,
             "speedup_vs_hf_plain_ci95": bootstrap_interval(rows, hf) if hf else None,
-            "speedup_vs_ours_plain": tok_s(rows) / tok_s(plain),
+            "speedup_vs_ours_plain": tokens_per_second(rows) / tokens_per_second(plain),
             "speedup_vs_ours_plain_ci95": bootstrap_interval(rows, plain),
             "identical_to_reference": sum(r["tokens"] == ref_tokens[r["question_id"]] for r in rows)
             / len(rows),
@@ -140,7 +142,7 @@ def summarize(records: list[dict], methods: list[str]) -> dict:
         for task in tasks:
             mine = [r for r in rows if r["task"] == task]
             base = [r for r in by_method[reference] if r["task"] == task]
-            entry["by_task"][task] = tok_s(mine) / tok_s(base)
+            entry["by_task"][task] = tokens_per_second(mine) / tokens_per_second(base)
         if rows[0]["stats"] is not None and _total(rows, "proposed_tokens"):
             proposed, row_steps = _total(rows, "proposed_tokens"), _total(rows, "new_tokens")
             steps = sum(

@@ -374,8 +374,11 @@ def test_a_compiled_pipeline_compiles_what_one_prompt_with_its_drafter_meets():
 
     target = make_llama(VOCAB, seed=0, layers=4)
     torch._dynamo.reset()  # what this pipeline compiles, not what another test left cached
+    counters.clear()
     pipe = Pipeline(target, drafter=make_eagle3(target), compile=True)
     graphs = counters["stats"]["unique_graphs"]
     for method in (SpeculativeSampling(3), SpeculativeSampling("adaptive")):  # blocks, one-token steps
         pipe.generate([3 + i % 300 for i in range(20)], method=method, max_new_tokens=24)
     assert counters["stats"]["unique_graphs"] == graphs
+    # Each step is one whole graph: no break (a break splits it and runs what lies between eagerly).
+    assert not counters["graph_break"], dict(counters["graph_break"])

@@ -145,6 +145,7 @@ class StaticSteps:
         # block 5 % cheaper than through repeat_kv's copies on SmolLM2 (benchmarks/campaigns/
         # compiled-verify-probe-2026-11-29.py). Not measured on a GPU, whose graphs keep the user's attention.
         model = self.user_model if self.device.type != "cpu" else grouped_attention_copy(self.user_model)
+        _install_output_hooks(model, self.device)
         self.compiled = compile_step(model, self.device)
         self._smallest_static = 1 if one_token else 2
         if warm_up:  # the prompt's prefill is eager (it allocates the cache), then each graph once
@@ -241,3 +242,16 @@ class StaticSteps:
         """The cache buffers were reallocated: graphs captured over the old ones must not replay."""
         if self.graphs is not None:
             self.graphs.clear()
+
+
+def _install_output_hooks(model: torch.nn.Module, device: torch.device) -> None:
+    """One eager forward of one token asking for hidden states, before ``model`` is compiled.
+
+    transformers installs its hidden-state capturing hooks at a model's first such call, under a
+    ``threading.Lock`` dynamo cannot enter: left to the first compiled step that asks for hidden states,
+    that is a graph break in each of its graphs (six on SmolLM2 with an EAGLE-3 head, two of them
+    falling back to eager code for the rest of the step). Installed here, outside dynamo, every graph
+    compiles whole. Harmless where a model records hidden states otherwise."""
+    with torch.no_grad():
+        one_token = torch.zeros(1, 1, dtype=torch.long, device=device)
+        model(input_ids=one_token, use_cache=False, output_hidden_states=True)

@@ -351,8 +351,8 @@ class GeometricRuns(AdaptiveGamma):
     """The negative control: prices drafts as geometric runs of the pooled α (the policy before
     per-position acceptance)."""
 
-    def tokens_per_call(self, gamma: int, width: int = 1) -> float:
-        return expected_tokens(self.alpha, gamma)
+    def tokens_per_call_curve(self, width: int = 1) -> list[float]:
+        return [expected_tokens(self.alpha, gamma) for gamma in range(self.max_gamma + 1)]
 
 
 def test_runs_that_go_on_once_started_are_drafted_long():

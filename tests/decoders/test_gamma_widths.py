@@ -6,6 +6,8 @@ import math
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from specdec.decoders.gamma import AdaptiveGamma, StepResult
 
@@ -84,3 +86,31 @@ def test_a_tree_whose_chain_cannot_be_verified_alone_is_priced_whole():
     policy = AdaptiveGamma()
     policy.update(StepResult(2, [1], [2], 0.04, 0.0, asked=2, width=4, nodes=8))
     assert policy.widths() == (4,)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.sampled_from([1, 2, 5, 16]),
+    seed=st.integers(0, 10_000),
+    steps=st.integers(0, 60),
+    chain_first=st.booleans(),
+)
+def test_a_step_prices_every_option_as_rate_prices_it_alone(rows, seed, steps, chain_first):
+    """``rates`` prices all (γ, width) options of a step at once, sharing what they share; each must be
+    the number ``rate`` gives that option alone, bit for bit, and ``next_gamma`` must take the best."""
+    rng, policy = random.Random(seed), AdaptiveGamma(max_gamma=6)
+    for _ in range(steps):
+        gamma = policy.next_gamma(rows)
+        kept = [rng.randint(0, gamma) for _ in range(rows)]
+        width = WIDTH if gamma else 1
+        rescued = [rng.random() < RESCUE for _ in range(rows)] if gamma and chain_first else None
+        verify = call_seconds(rows * (width * gamma + 1)) * rng.uniform(0.9, 1.1)
+        step = StepResult(gamma, kept, [gamma] * rows, verify, 0.0005 * gamma, rows, asked=gamma,
+                          width=width, nodes=width * gamma, rescued=rescued)  # fmt: skip
+        policy.update(step)
+    options = policy.rates(rows)
+    assert set(options) == {(0, 1)} | {(g, w) for g in range(1, 7) for w in policy.widths()}
+    assert all(options[g, w] == policy.rate(g, rows, width=w) for g, w in options)
+    chosen = policy.next_gamma(rows)
+    if options[0, 1] is not None and chosen:
+        assert options[chosen, WIDTH if policy.siblings else 1] == max(v for v in options.values())

@@ -188,14 +188,20 @@ class AdaptiveGamma(GammaPolicy):
     def tokens_per_call(self, gamma: int, width: int = 1) -> float:
         """E(γ) from the per-position acceptance: 1 + Σ_{k ≤ γ} Π_{j ≤ k} α_j; for a chain-first tree of
         ``width`` > 1 also Σ_k Π_{j < k} α_j · (1 − α_k) · r_k, a sibling's rescue at the chain's miss."""
+        totals = self.tokens_per_call_curve(width)
+        return totals[min(gamma, len(totals) - 1)]
+
+    def tokens_per_call_curve(self, width: int = 1) -> list[float]:
+        """:meth:`tokens_per_call` for γ = 0 … ``max_gamma``, in one pass over the positions."""
         rescue = self.rescues.rates() if width > 1 and self.chain_first else None
-        total, run = 1.0, 1.0
-        for k, alpha in enumerate(self.position_acceptance()[:gamma]):
+        totals, total, run = [1.0], 1.0, 1.0
+        for k, alpha in enumerate(self.position_acceptance()):
             if rescue:
                 total += run * (1.0 - alpha) * rescue[k]
             run *= alpha
             total += run
-        return total
+            totals.append(total)
+        return totals
 
     @property
     def proposal_rate(self) -> float:
@@ -220,17 +226,39 @@ class AdaptiveGamma(GammaPolicy):
         """Estimated tokens per second of a step of ``gamma`` at ``rows`` rows (None before any timing),
         verifying ``width`` nodes per draft position; ``alpha`` prices the drafts as a geometric run of
         that acceptance instead of the measured one."""
+        expected = self.tokens_per_call(gamma, width) if alpha is None else expected_tokens(alpha, gamma)
+        return self._rate(gamma, rows, width, expected, self._step_prices(rows, rho))
+
+    def rates(self, rows: int) -> dict[tuple[int, int], float | None]:
+        """:meth:`rate` of every step the policy may choose at ``rows`` rows, by (γ, width); what the
+        options share (E(γ) per width, a plain call's cost, the drafting share and cost) computed once: a
+        step prices ~25 options, and pricing each alone was ~0.1 ms of host work a step."""
+        prices = self._step_prices(rows)
+        curves = {w: self.tokens_per_call_curve(w) for w in {1, *self.widths()}}
+        return {
+            (g, w): self._rate(g, rows, w, curves[w][g], prices)
+            for g in range(self.max_gamma + 1)
+            for w in (self.widths() if g else (1,))
+        }
+
+    def _step_prices(self, rows: int, rho: float | None = None) -> tuple[float | None, float, float, float]:
+        """What a step's price shares whatever its γ: T(rows), the share of steps that drafted, the
+        seconds per drafted position, and ρ."""
         rho = self.proposal_rate if rho is None else rho
-        verify, plain = self.call_time(rows * (width * gamma + 1)), self.call_time(rows)
+        return self.call_time(rows), self.drafting_share(rows), self.draft_time(rows), rho
+
+    def _rate(self, gamma: int, rows: int, width: int, expected: float, prices: tuple) -> float | None:
+        """Tokens per second of a step of ``gamma`` bringing ``expected`` tokens a row, at ``prices``."""
+        plain, share, draft_time, rho = prices
+        verify = self.call_time(rows * (width * gamma + 1))
         if verify is None:
             return None
         verify = max(verify, plain)  # noise must not price a block under a plain step of its rows
         # A step where no row proposes anything (a prompt lookup without a match) is a plain call.
-        drafted = self.drafting_share(rows) if gamma else 0.0
+        drafted = share if gamma else 0.0
         verify = drafted * verify + (1.0 - drafted) * plain
-        expected = self.tokens_per_call(gamma, width) if alpha is None else expected_tokens(alpha, gamma)
         per_row = 1.0 + rho * (expected - 1.0)
-        return rows * per_row / max(verify + gamma * self.draft_time(rows), 1e-9)
+        return rows * per_row / max(verify + gamma * draft_time, 1e-9)
 
     def widths(self) -> tuple[int, ...]:
         """Nodes per draft position a step may verify: the drafter's trees' (1 for a chain drafter), or
@@ -242,10 +270,10 @@ class AdaptiveGamma(GammaPolicy):
     def next_gamma(self, batch_size: int = 1) -> int:
         rows = max(1, batch_size)
         rates, width = {}, {}  # per γ: the best rate over the widths, and that width
+        options = self.rates(rows)
         for g in range(self.max_gamma + 1):
-            options = {w: self.rate(g, rows, width=w) for w in (self.widths() if g else (1,))}
-            width[g] = max(options, key=lambda w: options[w] or 0.0)
-            rates[g] = options[width[g]]
+            width[g] = max((w for gw, w in options if gw == g), key=lambda w: options[g, w] or 0.0)
+            rates[g] = options[g, width[g]]
         self._probing = False
         if rates[0] is None:  # nothing timed yet: a plain step, the cheapest call to learn from
             self.gamma = 0

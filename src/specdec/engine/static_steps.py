@@ -249,9 +249,10 @@ def _install_output_hooks(model: torch.nn.Module, device: torch.device) -> None:
 
     transformers installs its hidden-state capturing hooks at a model's first such call, under a
     ``threading.Lock`` dynamo cannot enter: left to the first compiled step that asks for hidden states,
-    that is a graph break in each of its graphs (six on SmolLM2 with an EAGLE-3 head, two of them
-    falling back to eager code for the rest of the step). Installed here, outside dynamo, every graph
-    compiles whole. Harmless where a model records hidden states otherwise."""
+    that is a graph break in each of its graphs (8 in SmolLM2's engine with an EAGLE-3 head's layers).
+    Installed here, outside dynamo, every graph compiles whole (the break sat before the model's layers:
+    its steps took the same time either way, ``benchmarks/campaigns/output-hooks-probe-2026-11-29.py``).
+    Harmless where a model records hidden states otherwise."""
     with torch.no_grad():
         one_token = torch.zeros(1, 1, dtype=torch.long, device=device)
         model(input_ids=one_token, use_cache=False, output_hidden_states=True)

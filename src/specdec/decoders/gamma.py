@@ -272,7 +272,7 @@ class AdaptiveGamma(GammaPolicy):
         rates, width = {}, {}  # per γ: the best rate over the widths, and that width
         options = self.rates(rows)
         for g in range(self.max_gamma + 1):
-            width[g] = max((w for gw, w in options if gw == g), key=lambda w: options[g, w] or 0.0)
+            width[g] = max(self.widths() if g else (1,), key=lambda w: options[g, w] or 0.0)
             rates[g] = options[g, width[g]]
         self._probing = False
         if rates[0] is None:  # nothing timed yet: a plain step, the cheapest call to learn from

@@ -59,6 +59,10 @@ def test_sweep_runs_the_grid_and_writes_table_and_plot(tmp_path, tiny_model_dir)
     assert never["rollback_pct"] == 0 and never["alpha"] == 1.0
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert "## Targets (CNN/DM)" in md.read_text() and "early exit (1 layers)" in md.read_text()
+    # The weights each small model ran with are named (these two have none of their own), and the code.
+    assert report["config"]["drafter_digests"] == {"first-1": None, "prompt-lookup": None}
+    assert "`first-1` (no weights), `prompt-lookup` (no weights)" in md.read_text()
+    assert f"source commit: {report['machine']['commit'] or 'not recorded'}" in md.read_text()
     assert set(best_settings(report["summary"])) == {
         ("separate drafts", "first-1"),
         ("separate drafts", "prompt-lookup"),

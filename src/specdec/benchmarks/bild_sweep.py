@@ -26,6 +26,7 @@ from specdec.drafters import make_drafter
 from specdec.errors import InvalidArgumentError
 from specdec.inputs import non_negative_int, positive_int
 from specdec.models import load_model
+from specdec.models.packaged import drafter_digest
 from specdec.pipeline import Pipeline
 
 
@@ -55,6 +56,10 @@ def _floats(text: str) -> list[float]:
         return [math.inf if v.strip() == "inf" else float(v) for v in text.split(",") if v.strip()]
     except ValueError as err:
         raise InvalidArgumentError(f"expected comma-separated numbers, got {text!r}") from err
+
+
+def _specs(drafters: str) -> list[str]:
+    return [d for d in drafters.split(",") if d]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -139,7 +144,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
         datasets["spec_bench"] = [
             {"id": r["question_id"], "prompt": r["prompt"], "task": r["task"]} for r in rows
         ]
-    setups = [_setup("separate drafts", args.model, [d for d in args.drafters.split(",") if d], args)]
+    setups = [_setup("separate drafts", args.model, _specs(args.drafters), args)]
     if args.early_exit:
         model, _, layers = args.early_exit.rpartition(":")
         if not model or not layers.isdigit():
@@ -173,6 +178,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
         "config": {
             "model": args.model,
             "drafters": args.drafters,
+            "drafter_digests": {spec: drafter_digest(spec) for spec in _specs(args.drafters)},
             "early_exit": args.early_exit,
             "fallback": args.fallback,
             "rollback": args.rollback,

@@ -198,7 +198,7 @@ def write_markdown(report: dict, path: Path) -> None:
         f"{cfg['prompts']} Spec-Bench prompts ({cfg['per_task']} per task, "
         f"first turn, chat template), max_new_tokens={cfg['max_new_tokens']}, {cfg['decoding']}"
         + (f", {cfg['num_samples']} samples per prompt" if cfg.get("num_samples", 1) > 1 else ""),
-        *_digest_lines(cfg.get("drafter_digests")),
+        *digest_lines(cfg.get("drafter_digests")),
         *_warm_up_lines(report.get("warm_up_seconds", {})),
         *(
             [
@@ -264,7 +264,7 @@ def write_markdown(report: dict, path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def _digest_lines(digests: dict[str, str | None] | None) -> list[str]:
+def digest_lines(digests: dict[str, str | None] | None) -> list[str]:
     """Which weights each drafter ran with, so a retrained drafter under an old name is never confused
     with its predecessor (runs before digests were recorded have none: say so)."""
     if digests is None:

@@ -4,8 +4,8 @@ import math
 import pytest
 from test_specbench import write_questions
 
-from specdec.benchmarks import bild_sweep
-from specdec.benchmarks.bild_report import best_settings
+from specdec.benchmarks import bild_report, bild_sweep
+from specdec.benchmarks.bild_report import best_settings, summarize_sweep
 from specdec.benchmarks.data import load_cnndm
 from specdec.cli.main import main
 from specdec.errors import DataNotFoundError
@@ -50,8 +50,11 @@ def test_sweep_runs_the_grid_and_writes_table_and_plot(tmp_path, tiny_model_dir)
     assert len(report["methods"]["early exit (1 layers)"]) == 1 + 1 + 4
     assert len(report["records"]) == (len(separate) + 6) * (2 + 6)
     for (_, dataset, method), row in rows.items():
+        assert row["speedup_vs_plain_ci95"][0] <= row["speedup_vs_plain"] <= row["speedup_vs_plain_ci95"][1]
         if method == "plain":
             assert row["latency"] == 1.0 and row["identical"] == 1.0
+            assert row["speedup_vs_plain_ci95"] == pytest.approx([1.0, 1.0])
+            assert dataset != "cnndm" or row["rougeL_vs_plain_ci95"] == pytest.approx([0.0, 0.0])
         if method.startswith("sps[") or "RB 0]" in method:  # lossless: SpS, and greedy BiLD at α_RB = 0
             assert row["identical"] == 1.0 and row["agreement_rougeL"] == pytest.approx(100)
         assert ("rougeL" in row) == (dataset == "cnndm")
@@ -71,8 +74,38 @@ def test_sweep_runs_the_grid_and_writes_table_and_plot(tmp_path, tiny_model_dir)
     table = md.read_text()
     md.unlink()
     assert main([*args, "--from-json", str(out)]) == 0  # re-summarised from the records, nothing re-run
-    assert md.read_text() == table
+    again = json.loads(out.read_text())
+    assert again["records"] == report["records"] and "resummarised" in again
+    assert md.read_text().replace(bild_report._resummarised(again["resummarised"]), "") == table
     assert math.isfinite(report["summary"][0]["time_s"])
+
+
+def _sweep_record(method: str, article: int, tokens: int, seconds: float, text: str) -> dict:
+    stats = {"total_time": seconds, "target_calls": tokens, "draft_calls": 0, "target_time": seconds}
+    stats |= {"draft_time": 0.0, "proposed_tokens": 0, "accepted_tokens": 0, "new_tokens": tokens}
+    stats |= {"fallback_rate": 0.0, "rollback_rate": 0.0}
+    record = {
+        "setup": "s",
+        "dataset": "cnndm",
+        "method": method,
+        "id": f"a{article}",
+        "reference": "the cat sat",
+    }
+    return record | {"text": text, "tokens": list(range(tokens)), "stats": stats}
+
+
+def test_a_method_that_stops_early_is_not_counted_faster_for_it():
+    """Half the tokens in half the time is plain decoding's speed, however short the latency looks; its
+    ROUGE-L change is paired with plain decoding's on the same articles."""
+    records = [_sweep_record("plain", i, 64, 2.0, "the cat sat") for i in range(4)]
+    records += [_sweep_record("bild[x, FB 0.5, RB 5]", i, 32, 1.0, "the cat") for i in range(4)]
+    rows = {r["method"]: r for r in summarize_sweep(records)}
+    early = rows["bild[x, FB 0.5, RB 5]"]
+    assert early["latency"] == pytest.approx(0.5)
+    assert early["speedup_vs_plain"] == pytest.approx(1.0)
+    assert early["speedup_vs_plain_ci95"] == pytest.approx([1.0, 1.0])
+    assert early["rougeL_vs_plain"] < 0 and early["rougeL_vs_plain_ci95"][1] < 0
+    assert early["rougeL"] - rows["plain"]["rougeL"] == pytest.approx(early["rougeL_vs_plain"])
 
 
 def test_a_sweep_whose_summary_fails_keeps_its_records(tmp_path, tiny_model_dir, monkeypatch):

@@ -6,7 +6,7 @@ import torch
 
 from specdec.benchmarks import specbench
 from specdec.benchmarks.data import SPEC_BENCH_TASKS, load_spec_bench, prompt_seed, spec_bench_task
-from specdec.benchmarks.report import bootstrap_interval, summarize
+from specdec.benchmarks.report import bootstrap_interval, mean_interval, summarize
 from specdec.benchmarks.specbench import default_drafters, static_cache_length
 from specdec.cli.main import main
 from specdec.errors import InvalidArgumentError
@@ -227,6 +227,12 @@ def test_bootstrap_interval():
     assert bootstrap_interval(records([0.5, 1.0, 0.75, 1.5, 0.25]), base) == pytest.approx([2.0, 2.0])
     low, high = bootstrap_interval(records([0.4, 1.4, 0.9, 2.6, 0.6]), base)
     assert low < 8.0 / 5.9 < high and high - low > 0.05  # spread from prompts that gain unequally
+
+
+def test_mean_interval():
+    assert mean_interval([1.5] * 7) == pytest.approx([1.5, 1.5])
+    low, high = mean_interval([-2.0, 0.5, 3.0, 1.0, -1.0, 2.5])
+    assert low < 4.0 / 6 < high and low < 0 < high  # a mean change whose sign the prompts leave open
 
 
 def test_compiled_baselines_and_engines_reproduce_hf_plain(tmp_path, tiny_model_dir):

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from specdec.benchmarks.report import digest_lines, fmt
+from specdec.benchmarks.report import (
+    bootstrap_interval,
+    digest_lines,
+    fmt,
+    mean_interval,
+    tokens_per_second,
+)
 from specdec.errors import SpecDecError
 
 
@@ -21,8 +27,17 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
+def _timed(record: dict) -> dict:
+    """A sweep record as the speed helpers shared with ``bench spec`` read one."""
+    return {"question_id": record["id"], "tokens": record["tokens"], "time": record["stats"]["total_time"]}
+
+
 def summarize_sweep(records: list[dict]) -> list[dict]:
-    """One row per (setup, dataset, method): latency against plain and SpS, quality, policy rates."""
+    """One row per (setup, dataset, method): speed against plain and SpS, quality, policy rates.
+
+    Speedups are Σ tokens / Σ time over the prompts against the same prompts' plain decoding, with a
+    paired 95 % bootstrap interval: a method that stops early is not made faster by its shorter texts.
+    Latency is the time ratio alone (the paper's normalised latency)."""
     scorer = _rouge_scorer()
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in records:
@@ -31,45 +46,61 @@ def summarize_sweep(records: list[dict]) -> list[dict]:
     rows = []
     for (setup, dataset, method), recs in groups.items():
         plain = [plain_text[(setup, dataset, r["id"])] for r in recs]
-        time = sum(r["stats"]["total_time"] for r in recs)
-        plain_time = sum(p["stats"]["total_time"] for p in plain)
-        stats = [r["stats"] for r in recs]
-        calls = sum(s["target_calls"] for s in stats)
-        # Records written before row_steps was kept come from batch-1 runs, where it equals target_calls.
-        row_steps = sum(s.get("row_steps", s["target_calls"]) for s in stats)
-        draft_calls = sum(s["draft_calls"] for s in stats)
-        target_time = sum(s["target_time"] for s in stats)
-        draft_time = sum(s["draft_time"] for s in stats)
-        proposed = sum(s["proposed_tokens"] for s in stats)
+        mine, base = [_timed(r) for r in recs], [_timed(p) for p in plain]
         row = {
             "setup": setup,
             "dataset": dataset,
             "method": method,
             "prompts": len(recs),
-            "time_s": time,
-            "latency": time / plain_time,
-            "speedup_vs_plain": plain_time / time,
-            "agreement_rougeL": 100
-            * _mean(
-                [
-                    scorer.score(p["text"], r["text"])["rougeL"].fmeasure
-                    for r, p in zip(recs, plain, strict=True)
-                ]
-            ),
-            "identical": _mean([float(r["tokens"] == p["tokens"]) for r, p in zip(recs, plain, strict=True)]),
-            "alpha": sum(s["accepted_tokens"] for s in stats) / proposed if proposed else None,
-            "tokens_per_target_call": sum(s["new_tokens"] for s in stats) / row_steps,
-            "fallback_pct": 100 * _mean([s["fallback_rate"] for s in stats]) if proposed else None,
-            "rollback_pct": 100 * _mean([s["rollback_rate"] for s in stats]) if proposed else None,
-            "cost_ratio": (draft_time / draft_calls) / (target_time / calls) if draft_calls else None,
+            "time_s": sum(r["time"] for r in mine),
+            "latency": sum(r["time"] for r in mine) / sum(p["time"] for p in base),
+            "tokens_per_second": tokens_per_second(mine),
+            "speedup_vs_plain": tokens_per_second(mine) / tokens_per_second(base),
+            "speedup_vs_plain_ci95": bootstrap_interval(mine, base),
+            **_quality(scorer, recs, plain),
+            **_policy_rates([r["stats"] for r in recs]),
         }
-        if all("reference" in r for r in recs):
-            row["rougeL"] = 100 * _mean(
-                [scorer.score(r["reference"], r["text"])["rougeL"].fmeasure for r in recs]
-            )
         rows.append(row)
     _add_sps_ratios(rows)
     return rows
+
+
+def _quality(scorer, recs: list[dict], plain: list[dict]) -> dict:
+    """Agreement with plain decoding's texts and, where there are references, ROUGE-L and its change
+    against plain decoding's on the same prompts (with an interval: 50 articles move it by a point)."""
+    pairs = list(zip(recs, plain, strict=True))
+    out = {
+        "agreement_rougeL": 100
+        * _mean([scorer.score(p["text"], r["text"])["rougeL"].fmeasure for r, p in pairs]),
+        "identical": _mean([float(r["tokens"] == p["tokens"]) for r, p in pairs]),
+    }
+    if all("reference" in r for r in recs):
+        quality = [100 * scorer.score(r["reference"], r["text"])["rougeL"].fmeasure for r in recs]
+        plain_quality = [100 * scorer.score(p["reference"], p["text"])["rougeL"].fmeasure for p in plain]
+        gained = [q - b for q, b in zip(quality, plain_quality, strict=True)]
+        out |= {
+            "rougeL": _mean(quality),
+            "rougeL_vs_plain": _mean(gained),
+            "rougeL_vs_plain_ci95": mean_interval(gained),
+        }
+    return out
+
+
+def _policy_rates(stats: list[dict]) -> dict:
+    """α, tokens per target call, fallback and rollback rates and the cost ratio c over a method's prompts."""
+    calls = sum(s["target_calls"] for s in stats)
+    # Records written before row_steps was kept come from batch-1 runs, where it equals target_calls.
+    row_steps = sum(s.get("row_steps", s["target_calls"]) for s in stats)
+    draft_calls = sum(s["draft_calls"] for s in stats)
+    target_time, draft_time = sum(s["target_time"] for s in stats), sum(s["draft_time"] for s in stats)
+    proposed = sum(s["proposed_tokens"] for s in stats)
+    return {
+        "alpha": sum(s["accepted_tokens"] for s in stats) / proposed if proposed else None,
+        "tokens_per_target_call": sum(s["new_tokens"] for s in stats) / row_steps,
+        "fallback_pct": 100 * _mean([s["fallback_rate"] for s in stats]) if proposed else None,
+        "rollback_pct": 100 * _mean([s["rollback_rate"] for s in stats]) if proposed else None,
+        "cost_ratio": (draft_time / draft_calls) / (target_time / calls) if draft_calls else None,
+    }
 
 
 def _small_model(method: str) -> str | None:
@@ -87,7 +118,7 @@ def _add_sps_ratios(rows: list[dict]) -> None:
     for r in rows:
         ref = sps.get((r["setup"], r["dataset"], _small_model(r["method"])))
         if r["method"].startswith(("bild[", "tandem[")) and ref is not None:
-            r["speedup_vs_sps"] = ref["time_s"] / r["time_s"]
+            r["speedup_vs_sps"] = r["tokens_per_second"] / ref["tokens_per_second"]
             if "rougeL" in r:
                 r["rougeL_vs_sps"] = r["rougeL"] - ref["rougeL"]
 
@@ -132,7 +163,8 @@ def write_sweep_markdown(report: dict, path: Path, plot_path: Path | None) -> No
         "ROUGE-L against the setup's own plain greedy output. α = accepted / proposed small-model tokens, "
         "c = time of a small-model call / time of a large-model call.",
         "",
-        f"- source commit: {machine.get('commit') or 'not recorded'}",
+        f"- source commit: {machine.get('commit') or 'not recorded'}"
+        + _resummarised(report.get("resummarised")),
         *digest_lines(config.get("drafter_digests")),
         "",
     ]
@@ -145,28 +177,48 @@ def write_sweep_markdown(report: dict, path: Path, plot_path: Path | None) -> No
             f"- **{setup}, {small}**: fastest BiLD within 0.2 ROUGE-L of SpS with the same small model: "
             + (f"`{a['method']}`, {a['speedup_vs_sps']:.2f}× SpS (target ≥ 1.2×)" if a else "none")
             + "; fastest within 1 point of plain decoding: "
-            + (f"`{b['method']}`, {b['speedup_vs_plain']:.2f}× plain (target ≥ 2×)" if b else "none")
+            + (f"`{b['method']}`, {_speedup(b)} plain (target ≥ 2×)" if b else "none")
             + "."
         )
     header = (
-        "| setup | method | latency | speedup vs plain | vs SpS | ROUGE-L | agreement | identical | α | "
-        "tokens/call | fallback % | rollback % | c |"
+        "| setup | method | latency | speedup vs plain [95 %] | vs SpS | ROUGE-L | − plain's [95 %] | "
+        "agreement | identical | α | tokens/call | fallback % | rollback % | c |"
     )
     for dataset in ("cnndm", "spec_bench"):
         subset = [r for r in rows if r["dataset"] == dataset]
         if not subset:
             continue
-        lines += ["", f"## {'CNN/DM' if dataset == 'cnndm' else 'Spec-Bench'}", "", header, "|" + "---|" * 13]
+        lines += ["", f"## {'CNN/DM' if dataset == 'cnndm' else 'Spec-Bench'}", "", header, "|" + "---|" * 14]
         for r in subset:
             lines.append(
-                f"| {r['setup']} | {r['method']} | {r['latency']:.2f} | {r['speedup_vs_plain']:.2f}× | "
-                f"{fmt(r.get('speedup_vs_sps'))} | {fmt(r.get('rougeL'), '.1f')} | "
+                f"| {r['setup']} | {r['method']} | {r['latency']:.2f} | {_speedup(r)} | "
+                f"{fmt(r.get('speedup_vs_sps'))} | {fmt(r.get('rougeL'), '.1f')} | {_quality_change(r)} | "
                 f"{r['agreement_rougeL']:.1f} | {r['identical']:.0%} | {fmt(r['alpha'])} | "
                 f"{r['tokens_per_target_call']:.2f} | {fmt(r['fallback_pct'], '.0f')} | "
                 f"{fmt(r['rollback_pct'], '.0f')} | {fmt(r['cost_ratio'])} |"
             )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
+
+
+def _resummarised(when: dict | None) -> str:
+    """Where the table was summarised again from the same records by later code (``--from-json``)."""
+    return f"; table summarised again from its records at {when['commit']} on {when['date']}" if when else ""
+
+
+def _speedup(row: dict) -> str:
+    """The speedup over plain decoding with its interval (results summarised before intervals: none)."""
+    interval = row.get("speedup_vs_plain_ci95")
+    low_high = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
+    return f"{row['speedup_vs_plain']:.2f}×{low_high}"
+
+
+def _quality_change(row: dict) -> str:
+    """ROUGE-L minus plain decoding's on the same articles, with its interval; – off CNN/DM."""
+    if "rougeL_vs_plain_ci95" not in row:
+        return "–"
+    low, high = row["rougeL_vs_plain_ci95"]
+    return f"{row['rougeL_vs_plain']:+.1f} [{low:+.1f}, {high:+.1f}]"
 
 
 def relative_link(target: Path, start: Path) -> str:

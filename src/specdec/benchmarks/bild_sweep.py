@@ -20,7 +20,7 @@ from pathlib import Path
 from specdec.benchmarks.bild_report import plot, summarize_sweep, write_sweep_markdown
 from specdec.benchmarks.data import cnndm_path, load_cnndm, load_spec_bench, spec_bench_path
 from specdec.benchmarks.progress import progress_bar
-from specdec.benchmarks.report import machine_info, save_report
+from specdec.benchmarks.report import machine_info, save_report, source_commit
 from specdec.decoders import BiLD, DecodingMethod, PlainDecoding, SpeculativeSampling, TandemGeneration
 from specdec.drafters import make_drafter
 from specdec.errors import InvalidArgumentError
@@ -137,6 +137,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
     if args.from_json:
         report = json.loads(args.from_json.read_text())
         report["summary"] = summarize_sweep(report["records"])
+        report["resummarised"] = {"date": machine_info()["date"], "commit": source_commit()}
         return _write(report, args)
     datasets = {"cnndm": load_cnndm(args.cnndm or cnndm_path(), args.articles, args.article_words)}
     if args.per_task > 0:

@@ -104,6 +104,18 @@ def bootstrap_interval(mine: list[dict], base: list[dict], level: float = 0.95, 
     return torch.quantile(ratios, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
 
 
+def mean_interval(values: list[float], level: float = 0.95, seed: int = 0) -> list[float]:
+    """Percentile interval of the mean of per-prompt ``values`` (say, a quality difference against the
+    baseline on the same prompt) when the prompts are resampled with replacement."""
+    data = torch.tensor(values, dtype=torch.float64)
+    generator = torch.Generator().manual_seed(seed)
+    picks = torch.randint(0, len(values), (BOOTSTRAP_RESAMPLES, len(values)), generator=generator)
+    tail = (1 - level) / 2
+    return torch.quantile(
+        data[picks].mean(dim=1), torch.tensor([tail, 1 - tail], dtype=torch.float64)
+    ).tolist()
+
+
 def summarize(records: list[dict], methods: list[str]) -> dict:
     by_method: dict[str, list[dict]] = defaultdict(list)
     for r in records:

@@ -1,0 +1,19 @@
+#!/bin/bash
+# Session 2026-11-30 (forty-eighth), after bench-2026-11-30b-bild100.sh: BiLD with prompt lookup (the drafter
+# `generate --method bild` uses) on chat prompts, where there is no reference to score: 5 Spec-Bench prompts a task
+# (30, first turn) at alpha_RB 3 (the default), 5 and 8, against plain decoding and lossless SpS with lookup. What a
+# user of --method bild gets outside summaries: speed, and how far the text moves from plain decoding's (ROUGE-L
+# agreement). `--articles 1` because the sweep always runs CNN/DM; 64 new tokens, greedy. Worktree at commit $1.
+set -uo pipefail
+source /work/main/.venv/bin/activate
+export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+unset MALLOC_CONF
+git -C /work/bench-tree checkout -q --detach "$1"
+cd /work/bench-tree
+export PYTHONPATH=/work/bench-tree/src
+echo "== bild chat $(date -Is) $(lscpu | grep 'Model name') commit $1"
+specdec bench bild --drafters prompt-lookup --fallback 0.5 --rollback 3,5,8 --tandem-gamma "" \
+  --articles 1 --per-task 5 --max-new-tokens 64 \
+  --out benchmarks/results/bild_chat_2026-11-30c.json --markdown benchmarks/BILD_CHAT_2026-11-30c.md \
+  --plot benchmarks/results/bild_chat_2026-11-30c.png
+echo "== done $(date -Is) (exit $?)"

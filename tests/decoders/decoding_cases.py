@@ -25,6 +25,7 @@ DRAFTERS = {
     "int8": lambda target, tok: ReducedPrecisionDrafter(target, tok, "int8"),
     "bf16": lambda target, tok: ReducedPrecisionDrafter(target, tok, "bf16"),
     "prompt-lookup": lambda target, tok: PromptLookupDrafter(),
+    "prompt-only-lookup": lambda target, tok: PromptLookupDrafter(prompt_only=True),
     "truncated": lambda target, tok: TruncatedDrafter(target, tok, 2),
     "early-exit": lambda target, tok: EarlyExitDrafter(target, 2),
     "tandem": lambda target, tok: TandemDrafter(make_tandem(target), tok),

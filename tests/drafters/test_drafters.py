@@ -52,6 +52,49 @@ def test_the_ngram_index_finds_what_a_scan_of_the_context_finds(chunks, max_ngra
             assert index.continuation(top, low, length) == lookup_continuation(history, top, low, length)
 
 
+def prompt_continuation(history, prompt_length, max_ngram, min_ngram, length):
+    """The scan a prompt-only index answers: occurrences continued inside the prompt, cut at its end."""
+    size = len(history)
+    for n in range(min(max_ngram, size - 1), min_ngram - 1, -1):
+        for start in range(min(size, prompt_length) - n - 1, -1, -1):
+            if history[start : start + n] == history[size - n :]:
+                return history[start + n : min(start + n + length, prompt_length)]
+    return []
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 4), max_size=12),
+    st.lists(st.lists(st.integers(0, 4), max_size=6), max_size=4),
+    st.integers(1, 4),
+    st.integers(1, 4),
+    st.integers(1, 5),
+)
+def test_a_prompt_only_index_copies_from_the_prompt_alone(prompt, chunks, max_ngram, min_ngram, length):
+    """As the answer grows, its suffix is looked up in the prompt only, and what is copied stops where the
+    prompt does."""
+    index, history = NgramIndex(prompt, max_ngram, prompt_only=True), list(prompt)
+    for chunk in [[], *chunks]:
+        index.extend(chunk)
+        history += chunk
+        for top in range(1, max_ngram + 1):
+            low = min(min_ngram, top)
+            expected = prompt_continuation(history, len(prompt), top, low, length)
+            assert index.continuation(top, low, length) == expected
+
+
+def test_only_the_full_index_copies_the_answers_own_phrases():
+    """The loop a lossy rule keeps: an answer whose last token it wrote before is offered its own next
+    tokens again by the full index; the prompt-only one finds nothing to copy."""
+    prompt, answer = [1, 2, 3], [7, 8, 9, 7]
+    full, prompt_only = NgramIndex(prompt, 3), NgramIndex(prompt, 3, prompt_only=True)
+    for index in (full, prompt_only):
+        index.extend(answer)
+    assert full.continuation(3, 1, 3) == [8, 9, 7]
+    assert prompt_only.continuation(3, 1, 3) == []
+    assert make_drafter("prompt-only-lookup", None, None).name == "prompt-only-lookup"
+
+
 def test_prompt_lookup_drafter_proposes_and_tracks_history():
     drafter = PromptLookupDrafter(max_ngram=2)
     drafter.begin([[1, 2, 3, 4, 1, 2], [7, 8]], None)

@@ -37,6 +37,7 @@ from specdec.models.tandem import SECONDARY_DIR, TandemModel
 #: Every drafter spelling, one line each (``specdec drafters`` prints them).
 DRAFTER_SPECS: tuple[tuple[str, str], ...] = (
     ("prompt-lookup", "n-gram lookup in the context: free, pays where the answer copies the prompt"),
+    ("prompt-only-lookup", "the same, copying from the prompt only, not the answer so far (for BiLD)"),
     ("MODEL", "an independent small model with the target's tokenizer: a built-in name, HF folder or .gguf"),
     ("lookup+MODEL", "prompt lookup where the context has a match of 2+ tokens, the draft model elsewhere"),
     ("lookup+eagle3:PATH", "the same with an EAGLE-3 head (int8: / bf16: / tree-K: before eagle3: as below)"),
@@ -86,6 +87,8 @@ def make_drafter(
         return ReducedPrecisionDrafter(target, tokenizer, spec)
     if spec in ("prompt-lookup", "ngram"):
         return PromptLookupDrafter()
+    if spec == "prompt-only-lookup":
+        return PromptLookupDrafter(prompt_only=True)
     if spec.startswith("first-"):
         layers = spec.removeprefix("first-")
         if not layers.isdigit():

@@ -5,7 +5,7 @@ import pytest
 from test_specbench import write_questions
 
 from specdec.benchmarks import bild_report, bild_sweep
-from specdec.benchmarks.bild_report import best_settings, summarize_sweep
+from specdec.benchmarks.bild_report import best_settings, repeated_ngrams, summarize_sweep
 from specdec.benchmarks.data import load_cnndm
 from specdec.cli.main import main
 from specdec.errors import DataNotFoundError
@@ -106,6 +106,18 @@ def test_a_method_that_stops_early_is_not_counted_faster_for_it():
     assert early["speedup_vs_plain_ci95"] == pytest.approx([1.0, 1.0])
     assert early["rougeL_vs_plain"] < 0 and early["rougeL_vs_plain_ci95"][1] < 0
     assert early["rougeL"] - rows["plain"]["rougeL"] == pytest.approx(early["rougeL_vs_plain"])
+
+
+def test_a_looping_text_is_counted_by_its_repeated_ngrams():
+    assert repeated_ngrams([1, 2, 3, 4, 1, 2, 3, 4]) == pytest.approx(1 / 5)  # (1, 2, 3, 4) again
+    assert (
+        repeated_ngrams(list(range(64))) == 0.0 and repeated_ngrams([5, 5, 5]) == 0.0
+    )  # nothing / too short
+    records = [_sweep_record("plain", 0, 64, 2.0, "the cat sat")]
+    records.append(_sweep_record("bild[x, FB 0.5, RB 5]", 0, 64, 1.0, "the cat sat") | {"tokens": [7] * 64})
+    rows = {r["method"]: r for r in summarize_sweep(records)}
+    assert rows["plain"]["repeated_4grams"] == 0.0
+    assert rows["bild[x, FB 0.5, RB 5]"]["repeated_4grams"] == pytest.approx(100 * 60 / 61)
 
 
 def test_a_sweep_whose_summary_fails_keeps_its_records(tmp_path, tiny_model_dir, monkeypatch):

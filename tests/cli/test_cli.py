@@ -233,7 +233,7 @@ def test_the_packaged_model_speculates_with_its_best_drafter_and_any_other_with_
         assert args.drafter == drafter
     args = parser.parse_args(["hi", "--method", "bild"])
     method_from_args(args)
-    assert args.drafter == "prompt-lookup"  # the best is measured for SpS; BiLD keeps its own default
+    assert args.drafter == "prompt-only-lookup"  # measured for BiLD apart (copying from the prompt only)
     args = parser.parse_args(["hi", "--drafter", "first-2"])
     method_from_args(args)
     assert args.drafter == "first-2"  # a named drafter is never replaced

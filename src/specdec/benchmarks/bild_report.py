@@ -73,6 +73,8 @@ def _quality(scorer, recs: list[dict], plain: list[dict]) -> dict:
         "agreement_rougeL": 100
         * _mean([scorer.score(p["text"], r["text"])["rougeL"].fmeasure for r, p in pairs]),
         "identical": _mean([float(r["tokens"] == p["tokens"]) for r, p in pairs]),
+        # ROUGE-L misses a text that loops; a lossy rule that keeps copied spans can make one.
+        "repeated_4grams": 100 * _mean([repeated_ngrams(r["tokens"]) for r in recs]),
     }
     if all("reference" in r for r in recs):
         quality = [100 * scorer.score(r["reference"], r["text"])["rougeL"].fmeasure for r in recs]
@@ -84,6 +86,12 @@ def _quality(scorer, recs: list[dict], plain: list[dict]) -> dict:
             "rougeL_vs_plain_ci95": mean_interval(gained),
         }
     return out
+
+
+def repeated_ngrams(tokens: list[int], n: int = 4) -> float:
+    """The share of a text's token n-grams that occurred earlier in it (0 for a text shorter than n)."""
+    grams = [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+    return 1 - len(set(grams)) / len(grams) if grams else 0.0
 
 
 def _policy_rates(stats: list[dict]) -> dict:
@@ -160,7 +168,8 @@ def write_sweep_markdown(report: dict, path: Path, plot_path: Path | None) -> No
         "task; "
         "every method ran on every prompt in the same run, interleaved. Latency = total time / the "
         "setup's plain decoding time. ROUGE-L (F1 × 100) is against the CNN/DM references; agreement is "
-        "ROUGE-L against the setup's own plain greedy output. α = accepted / proposed small-model tokens, "
+        "ROUGE-L against the setup's own plain greedy output; repeated 4-grams: the mean share of a text's "
+        "4-grams it wrote before (a looping text). α = accepted / proposed small-model tokens, "
         "c = time of a small-model call / time of a large-model call.",
         "",
         f"- source commit: {machine.get('commit') or 'not recorded'}"
@@ -182,18 +191,19 @@ def write_sweep_markdown(report: dict, path: Path, plot_path: Path | None) -> No
         )
     header = (
         "| setup | method | latency | speedup vs plain [95 %] | vs SpS | ROUGE-L | − plain's [95 %] | "
-        "agreement | identical | α | tokens/call | fallback % | rollback % | c |"
+        "agreement | identical | repeated 4-grams % | α | tokens/call | fallback % | rollback % | c |"
     )
     for dataset in ("cnndm", "spec_bench"):
         subset = [r for r in rows if r["dataset"] == dataset]
         if not subset:
             continue
-        lines += ["", f"## {'CNN/DM' if dataset == 'cnndm' else 'Spec-Bench'}", "", header, "|" + "---|" * 14]
+        lines += ["", f"## {'CNN/DM' if dataset == 'cnndm' else 'Spec-Bench'}", "", header, "|" + "---|" * 15]
         for r in subset:
             lines.append(
                 f"| {r['setup']} | {r['method']} | {r['latency']:.2f} | {_speedup(r)} | "
                 f"{fmt(r.get('speedup_vs_sps'))} | {fmt(r.get('rougeL'), '.1f')} | {_quality_change(r)} | "
-                f"{r['agreement_rougeL']:.1f} | {r['identical']:.0%} | {fmt(r['alpha'])} | "
+                f"{r['agreement_rougeL']:.1f} | {r['identical']:.0%} | "
+                f"{fmt(r.get('repeated_4grams'), '.1f')} | {fmt(r['alpha'])} | "
                 f"{r['tokens_per_target_call']:.2f} | {fmt(r['fallback_pct'], '.0f')} | "
                 f"{fmt(r['rollback_pct'], '.0f')} | {fmt(r['cost_ratio'])} |"
             )

@@ -82,7 +82,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "--drafter",
         default=None,
         help=f"{SPECS_HINT}; default: the method's (sps: the packaged SmolLM2's best measured drafter, "
-        "prompt-lookup for other models; bild: prompt-lookup; tandem and bita: the packaged SmolLM2 ones)",
+        "prompt-lookup for other models; bild: prompt-only-lookup; tandem and bita: the packaged SmolLM2 "
+        "ones)",
     )
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--device", default="cpu")
@@ -168,7 +169,8 @@ def run_demo(args: argparse.Namespace) -> None:
 METHODS = {
     "plain": None,
     "sps": "prompt-lookup",
-    "bild": "prompt-lookup",
+    # Copying from the prompt only: lookup into the answer under BiLD's looser rule made texts loop.
+    "bild": "prompt-only-lookup",
     "tandem": "int8:vocab-2048:tandem:smollm2-135m-tandem",
     "bita": "bita:smollm2-135m-bita",
 }

@@ -22,6 +22,7 @@ GREEDY = SamplingConfig()
 
 DRAFTERS = {
     "prompt-lookup": lambda target, tok: PromptLookupDrafter(),
+    "prompt-only-lookup": lambda target, tok: PromptLookupDrafter(prompt_only=True),
     "model": lambda target, tok: ModelDrafter(make_llama(len(tok), seed=7), tok),
     "truncated": lambda target, tok: TruncatedDrafter(target, tok, 2),
     "early-exit": lambda target, tok: EarlyExitDrafter(target, 2),

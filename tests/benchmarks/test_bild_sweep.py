@@ -49,6 +49,9 @@ def test_sweep_runs_the_grid_and_writes_table_and_plot(tmp_path, tiny_model_dir)
     assert len(separate) == 1 + (1 + 4) + (1 + 2)
     assert len(report["methods"]["early exit (1 layers)"]) == 1 + 1 + 4
     assert len(report["records"]) == (len(separate) + 6) * (2 + 6)
+    # Each prompt's text once, not once a method: a 50-article sweep's records were 3 MB with them.
+    assert {len(v) for v in report["prompts"].values()} == {2, 6}
+    assert not any("prompt" in r for r in report["records"])
     for (_, dataset, method), row in rows.items():
         assert row["speedup_vs_plain_ci95"][0] <= row["speedup_vs_plain"] <= row["speedup_vs_plain_ci95"][1]
         if method == "plain":

@@ -164,12 +164,14 @@ def run_from_args(args: argparse.Namespace) -> dict:
                     for method in setup.methods:
                         progress.update(task, description=f"{setup.name} {dataset} {i + 1}/{len(prompts)}")
                         result = run_method(setup, method, prompt["prompt"], args.max_new_tokens)
+                        # The prompt's text is kept once (report["prompts"]), not in every method's record.
+                        about = {k: v for k, v in prompt.items() if k != "prompt"}
                         records.append(
                             {
                                 "setup": setup.name,
                                 "dataset": dataset,
                                 "method": method.name,
-                                **prompt,
+                                **about,
                                 **result,
                             }
                         )
@@ -204,6 +206,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
             for s in setups
         },
         "summary": None,
+        "prompts": {name: {p["id"]: p["prompt"] for p in prompts} for name, prompts in datasets.items()},
         "records": records,
     }
     save_report(report, args.out)  # the records first: neither a summary nor a plot that fails loses a sweep

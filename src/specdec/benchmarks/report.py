@@ -96,23 +96,30 @@ def bootstrap_interval(mine: list[dict], base: list[dict], level: float = 0.95, 
     values = torch.tensor(
         [[len(a["tokens"]), a["time"], len(b["tokens"]), b["time"]] for a, b in pairs], dtype=torch.float64
     )
-    generator = torch.Generator().manual_seed(seed)
-    picks = torch.randint(0, len(pairs), (BOOTSTRAP_RESAMPLES, len(pairs)), generator=generator)
-    sums = values[picks].sum(dim=1)  # [resamples, 4]
-    ratios = (sums[:, 0] / sums[:, 1]) / (sums[:, 2] / sums[:, 3])
-    tail = (1 - level) / 2
-    return torch.quantile(ratios, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+
+    def speedup(resampled: torch.Tensor) -> torch.Tensor:
+        sums = resampled.sum(dim=1)  # [resamples, 4]
+        return (sums[:, 0] / sums[:, 1]) / (sums[:, 2] / sums[:, 3])
+
+    return _percentile_interval(values, speedup, level, seed)
 
 
 def mean_interval(values: list[float], level: float = 0.95, seed: int = 0) -> list[float]:
     """Percentile interval of the mean of per-prompt ``values`` (say, a quality difference against the
     baseline on the same prompt) when the prompts are resampled with replacement."""
     data = torch.tensor(values, dtype=torch.float64)
+    return _percentile_interval(data, lambda resampled: resampled.mean(dim=1), level, seed)
+
+
+def _percentile_interval(data: torch.Tensor, statistic, level: float, seed: int) -> list[float]:
+    """The ``level`` percentile interval of ``statistic`` over ``BOOTSTRAP_RESAMPLES`` resamples of the
+    prompts (``data``'s rows) with replacement; ``statistic`` maps ``[resamples, prompts, ...]`` to
+    ``[resamples]``."""
     generator = torch.Generator().manual_seed(seed)
-    picks = torch.randint(0, len(values), (BOOTSTRAP_RESAMPLES, len(values)), generator=generator)
+    picks = torch.randint(0, len(data), (BOOTSTRAP_RESAMPLES, len(data)), generator=generator)
     tail = (1 - level) / 2
     return torch.quantile(
-        data[picks].mean(dim=1), torch.tensor([tail, 1 - tail], dtype=torch.float64)
+        statistic(data[picks]), torch.tensor([tail, 1 - tail], dtype=torch.float64)
     ).tolist()
 
 

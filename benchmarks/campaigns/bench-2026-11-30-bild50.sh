@@ -8,15 +8,10 @@
 # files are written there with repository-relative names and copied into main by the caller. jemalloc with its
 # default decay (see bench-2026-11-24d-bild50.sh).
 set -uo pipefail
-source /work/main/.venv/bin/activate
-export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
-unset MALLOC_CONF
-git -C /work/bench-tree checkout -q --detach "$1"
-cd /work/bench-tree
-export PYTHONPATH=/work/bench-tree/src
+source "$(dirname "$0")/bench-tree-common.sh"
+bench_tree "$1" "bild sweep"
 draft=int8:vocab-2048:smollm2-135m-draft
 drafters=$draft,int8:vocab-2048:tandem:smollm2-135m-tandem,lookup+$draft,lookup+int8:eagle3:smollm2-135m-eagle3
-echo "== bild sweep $(date -Is) $(lscpu | grep 'Model name') commit $1"
 specdec bench bild --drafters "$drafters" --fallback 0.5 --rollback 2,3,5 --tandem-gamma "" \
   --articles 50 --per-task 0 --max-new-tokens 64 \
   --out benchmarks/results/bild_sweep_50_2026-11-30.json --markdown benchmarks/BILD_50_2026-11-30.md \

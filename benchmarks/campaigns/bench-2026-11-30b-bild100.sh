@@ -5,13 +5,8 @@
 # alpha_RB 8, on 100 articles (the first 50 are the earlier run's). Same settings otherwise (first 300 words,
 # 64 new tokens, greedy, alpha_FB 0.5, at most 10 small tokens). From the worktree at commit $1, the CPU to itself.
 set -uo pipefail
-source /work/main/.venv/bin/activate
-export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
-unset MALLOC_CONF
-git -C /work/bench-tree checkout -q --detach "$1"
-cd /work/bench-tree
-export PYTHONPATH=/work/bench-tree/src
-echo "== bild sweep $(date -Is) $(lscpu | grep 'Model name') commit $1"
+source "$(dirname "$0")/bench-tree-common.sh"
+bench_tree "$1" "bild sweep"
 specdec bench bild --drafters "prompt-lookup,lookup+int8:vocab-2048:smollm2-135m-draft" --fallback 0.5 --rollback 5,8 \
   --tandem-gamma "" --articles 100 --per-task 0 --max-new-tokens 64 \
   --out benchmarks/results/bild_sweep_100_2026-11-30b.json --markdown benchmarks/BILD_100_2026-11-30b.md \

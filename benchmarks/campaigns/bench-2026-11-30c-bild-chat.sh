@@ -5,13 +5,8 @@
 # user of --method bild gets outside summaries: speed, and how far the text moves from plain decoding's (ROUGE-L
 # agreement). `--articles 1` because the sweep always runs CNN/DM; 64 new tokens, greedy. Worktree at commit $1.
 set -uo pipefail
-source /work/main/.venv/bin/activate
-export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
-unset MALLOC_CONF
-git -C /work/bench-tree checkout -q --detach "$1"
-cd /work/bench-tree
-export PYTHONPATH=/work/bench-tree/src
-echo "== bild chat $(date -Is) $(lscpu | grep 'Model name') commit $1"
+source "$(dirname "$0")/bench-tree-common.sh"
+bench_tree "$1" "bild chat"
 specdec bench bild --drafters prompt-lookup --fallback 0.5 --rollback 3,5,8 --tandem-gamma "" \
   --articles 1 --per-task 5 --max-new-tokens 64 \
   --out benchmarks/results/bild_chat_2026-11-30c.json --markdown benchmarks/BILD_CHAT_2026-11-30c.md \

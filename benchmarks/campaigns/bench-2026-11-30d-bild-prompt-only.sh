@@ -5,13 +5,8 @@
 # `prompt-only-lookup` (copies from the prompt alone) beside `prompt-lookup`: alpha_RB 3, 5, 8 on the first 50
 # CNN/DM articles and 5 Spec-Bench prompts a task, 64 new tokens, greedy. Worktree at commit $1.
 set -uo pipefail
-source /work/main/.venv/bin/activate
-export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
-unset MALLOC_CONF
-git -C /work/bench-tree checkout -q --detach "$1"
-cd /work/bench-tree
-export PYTHONPATH=/work/bench-tree/src
-echo "== bild prompt-only $(date -Is) $(lscpu | grep 'Model name') commit $1"
+source "$(dirname "$0")/bench-tree-common.sh"
+bench_tree "$1" "bild prompt-only"
 specdec bench bild --drafters prompt-only-lookup,prompt-lookup --fallback 0.5 --rollback 3,5,8 --tandem-gamma "" \
   --articles 50 --per-task 5 --max-new-tokens 64 \
   --out benchmarks/results/bild_prompt_only_2026-11-30d.json --markdown benchmarks/BILD_PROMPT_ONLY_2026-11-30d.md \

@@ -5,7 +5,7 @@ import json
 
 import torch
 
-from specdec.benchmarks.bita_eval import accepted_full, block_width
+from specdec.benchmarks.bita_eval import accepted_full
 from specdec.cli.main import main
 from specdec.drafters import make_drafter
 from specdec.drafters.bita import TreeShape
@@ -23,7 +23,9 @@ def test_full_tree_acceptance_counts_leading_depths_in_the_top_k():
     labels = torch.tensor([[[0, 4, 3], [4, 1, IGNORE]]])
     assert accepted_full(logits, labels, 2).tolist() == [[2.0, 2.0]]
     assert accepted_full(logits, labels, 1).tolist() == [[1.0, 0.0]]
-    assert block_width(TreeShape.parse("efficient", 3), 3) == 1 + 12 + 13 * 3
+    assert TreeShape.parse("efficient", 3).block_width() == 1 + 12 + 13 * 3
+    assert TreeShape.parse("2", 3).block_width() == 1 + 2 + 3 * 1  # one mask a group: the tree is 1 deep
+    assert TreeShape.parse("2,1", 3).block_width() == 1 + 3 + 4 * 2
 
 
 def test_eval_bita_chooses_a_shape_that_bita_auto_uses(tmp_path, tiny_model_dir, capsys):

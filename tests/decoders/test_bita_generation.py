@@ -85,7 +85,7 @@ class OracleBiTA(BiTADrafter):
         self.emitted += int(feedback.num_accepted[0]) + 1
         if self.mask_logits is not None:
             logits = torch.full_like(self.mask_logits, -1e4)
-            for i in range(self.adapter.num_masks):
+            for i in range(self.num_masks):
                 if self.emitted + i < len(self.truth):
                     logits[:, i, self.truth[self.emitted + i]] = 0.0
             self.mask_logits = logits
@@ -102,6 +102,39 @@ def test_paths_are_kept_deep_when_the_masks_guess_right(target, tok, plain, shap
     out = pipe.generate(PROMPTS[:1], method=SpeculativeSampling(gamma), max_new_tokens=24)
     assert out.token_ids[0] == truth
     assert out.stats.accepted_tokens >= out.stats.target_calls  # over 2 tokens per target call
+
+
+class RecordingBiTA(BiTADrafter):
+    """Keeps every pass's width and mask outputs."""
+
+    def begin(self, prompts, prefill):
+        super().begin(prompts, prefill)
+        self.widths, self.outputs = [], []
+
+    def update(self, feedback):
+        super().update(feedback)
+        self.widths.append(feedback.target.logits.shape[1])
+        self.outputs.append(self.mask_logits)
+
+
+def test_a_shallow_tree_runs_only_the_masks_it_reads(target, tok):
+    """Mask d drafts depth d and sees only earlier masks, so a tree d deep runs d masks a group: its
+    full blocks are 1 + N + (N + 1)·d wide (shorter near the token budget), and those masks' outputs
+    are the deeper tree's first d."""
+    adapter = adapter_for(target, "deep")
+    runs = {}
+    for shape in ("1", "1,1", "straight"):
+        drafter = RecordingBiTA(adapter, shape)
+        Pipeline(target, tok, drafter=drafter).generate(PROMPTS[:1], method="sps", max_new_tokens=24)
+        runs[shape] = drafter
+    assert runs["1"].block_positions == 2 and runs["straight"].block_positions == 6
+    assert max(runs["1"].widths) == 1 + 1 + 2 * 1
+    assert max(runs["1,1"].widths) == 1 + 2 + 3 * 2
+    assert max(runs["straight"].widths) == 1 + 3 + 4 * 3
+    first = {shape: run.outputs[0] for shape, run in runs.items()}  # after the prefill's pass: no tree yet
+    assert first["1"].shape[1] == 1 and first["1,1"].shape[1] == 2
+    torch.testing.assert_close(first["1"], first["straight"][:, :1], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(first["1,1"], first["straight"][:, :2], rtol=1e-5, atol=1e-5)
 
 
 def test_bild_refuses_tree_drafts_and_shapes_are_checked(target, tok):

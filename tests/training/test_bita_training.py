@@ -7,6 +7,7 @@ import torch
 
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError, ModelNotFoundError, VocabularyMismatchError
+from specdec.models import load_model
 from specdec.models.bita import BiTAAdapter, model_signature
 from specdec.pipeline import Pipeline
 from specdec.training import generate_answers
@@ -187,3 +188,24 @@ def test_the_cli_trains_an_adapter_and_decodes_with_it(tmp_path, tiny_model_dir,
     assert "bita" in capsys.readouterr().out
     assert main([*train.split(), "--answers", str(tmp_path / "missing.jsonl")]) == 2
     assert main(f"generate hi --no-chat --model {tiny_model_dir} --drafter bita:{tmp_path}".split()) == 2
+
+
+def test_init_from_continues_an_adapter_with_its_own_design(tmp_path, tiny_model_dir):
+    """``--init-from`` starts from the given adapter's weights (lr 0 keeps them) and keeps its prompt
+    and mask counts whatever the flags say; an unknown adapter is a clear error."""
+    from specdec.cli.main import main
+
+    answers = random_answers_file(tmp_path / "answers.jsonl", 12)
+    model = load_model(str(tiny_model_dir)).model
+    torch.manual_seed(3)
+    BiTAAdapter(model_signature(model), 4, 2, "deep").save_pretrained(tmp_path / "start")
+    start = BiTAAdapter.from_pretrained(tmp_path / "start")
+    out = tmp_path / "continued"
+    train = f"train bita --target {tiny_model_dir} --answers {answers} --output {out} --prompts 8 --masks 3"
+    options = " --steps 2 --lr 0 --batch-size 2 --groups 4 --eval-every 2 --save-every 2 --eval-sequences 2"
+    assert main((train + options + f" --bf16 off --init-from {tmp_path / 'start'}").split()) == 0
+    continued = BiTAAdapter.from_pretrained(out / "best")
+    assert (continued.num_prompts, continued.num_masks) == (4, 2)
+    for (name, mine), theirs in zip(continued.state_dict().items(), start.state_dict().values(), strict=True):
+        torch.testing.assert_close(mine, theirs, msg=name)
+    assert main((train + options + f" --init-from {tmp_path / 'nowhere'}").split()) == 2

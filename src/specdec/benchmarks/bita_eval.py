@@ -5,7 +5,8 @@ full top-K, efficient and narrower efficient trees), on held-out target answers:
 
 - accepted tokens per step: from mask groups at random cuts, the depth a tree walk reaches (the
   label of depth d among the candidates that depth offers, every earlier label on the path);
-- the cost of the block the shape needs, 1 + N nodes + (N + 1)·M masks wide, as T(width)/T(1):
+- the cost of the block the shape needs, 1 + N nodes + (N + 1)·D masks wide for a tree D deep
+  (mask d drafts depth d: a shallow tree runs fewer of the adapter's M masks), as T(width)/T(1):
   the target engine's measured time for that block after a context, over its one-token step;
 - predicted speedup over plain decoding (accepted + 1) / (T(width)/T(1)), drafting being free.
 
@@ -35,7 +36,7 @@ from specdec.models.bita import BiTAAdapter
 from specdec.training.answers import read_answers
 from specdec.training.bita import IGNORE, BiTATrainConfig, accepted_per_step, sar_batch, sar_logits, split
 
-SHAPES = ("straight", "2/1/1", "3/2/1", "efficient", "8/6/4", "full-2", "full-3")
+SHAPES = ("1", "2", "3", "2/1", "straight", "2/1/1", "3/2/1", "efficient", "8/6/4", "full-2", "full-3")
 
 
 def accepted_full(logits: torch.Tensor, labels: torch.Tensor, k: int) -> torch.Tensor:
@@ -53,11 +54,6 @@ def shape_acceptance(logits: torch.Tensor, labels: torch.Tensor, shape: TreeShap
     if shape.full:
         return accepted_full(logits[:, :, :depth], labels[:, :, :depth], shape.widths[0])
     return accepted_per_step(logits, labels, shape.widths)
-
-
-def block_width(shape: TreeShape, masks: int) -> int:
-    nodes = len(shape.nodes(len(shape.widths))[0])
-    return 1 + nodes + (nodes + 1) * masks
 
 
 @torch.inference_mode()
@@ -145,7 +141,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
         raise InvalidArgumentError("compare adapters with the same number of mask tokens")
     masks = masks.pop()
     shapes = {name: TreeShape.parse(name.replace("/", ","), masks) for name in args.shapes.split(",")}
-    widths = [block_width(s, masks) for s in shapes.values()]
+    widths = [s.block_width() for s in shapes.values()]
     costs, uncached = step_costs(target.model, widths), uncached_costs(target.model, widths)
     config = BiTATrainConfig(output_dir="-", groups=args.groups)
     rows: dict[str, dict] = {}
@@ -163,7 +159,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
             accepted = torch.cat(
                 [shape_acceptance(lg, lb, shape).flatten() for lg, lb in zip(logits, labels, strict=True)]
             )
-            width = block_width(shape, masks)
+            width = shape.block_width()
             mean = float(accepted.nanmean())
             per_shape[shape_name] = {
                 "accepted_per_step": mean,

@@ -23,6 +23,12 @@ def add_bita_arguments(parser: argparse.ArgumentParser) -> None:
         "--prompts", type=non_negative_int, default=16, help="P prompt tokens (0 with --kind none)"
     )
     parser.add_argument("--masks", type=positive_int, default=3, help="M mask tokens")
+    parser.add_argument(
+        "--init-from",
+        default=None,
+        metavar="ADAPTER",
+        help="continue this adapter (a folder or a packaged name); its kind, prompts and masks are kept",
+    )
     opt = parser.add_argument_group("optimisation (defaults: the official preset, lr 3e-2 cosine)")
     opt.add_argument("--steps", type=positive_int, default=1000)
     opt.add_argument("--batch-size", type=positive_int, default=8, help="sequences per step")
@@ -46,6 +52,20 @@ def add_bita_arguments(parser: argparse.ArgumentParser) -> None:
     )
     opt.add_argument("--bf16", choices=("auto", "on", "off"), default="auto")
     parser.add_argument("--cache-dir", default=None)
+
+
+def adapter_folder(name_or_path: str) -> Path:
+    """A BiTA adapter's folder: a path, or the name of one the package ships."""
+    from specdec.models.packaged import packaged_bitas
+
+    path = Path(name_or_path)
+    if path.is_dir():
+        return path
+    if name_or_path in (shipped := packaged_bitas()):
+        return shipped[name_or_path]
+    raise DataNotFoundError(
+        f"--init-from {name_or_path}: no such folder, nor a packaged adapter ({', '.join(sorted(shipped))})"
+    )
 
 
 def run_train_bita(args: argparse.Namespace) -> Path:
@@ -83,12 +103,21 @@ def run_train_bita(args: argparse.Namespace) -> Path:
     order = random.Random(args.shuffle_seed).sample(range(len(answers)), len(answers))
     answers = [answers[i] for i in order]
     target = load_model(args.target, cache_dir=args.cache_dir)
-    prompts = 0 if args.kind == "none" else args.prompts
-    torch.manual_seed(args.seed)  # the adapter's initial weights: a run is reproducible from its command
-    adapter = BiTAAdapter(
-        model_signature(target.model), prompts, args.masks, args.kind, model_name=args.target
-    )
-    config.extra["adapter"] = {"kind": args.kind, "num_prompts": prompts, "num_masks": args.masks}
+    if args.init_from is not None:
+        adapter = BiTAAdapter.from_pretrained(adapter_folder(args.init_from))
+        adapter.check_model(target.model, args.target)
+        config.extra["init_from"] = args.init_from
+    else:
+        prompts = 0 if args.kind == "none" else args.prompts
+        torch.manual_seed(args.seed)  # the adapter's initial weights: a run is reproducible from its command
+        adapter = BiTAAdapter(
+            model_signature(target.model), prompts, args.masks, args.kind, model_name=args.target
+        )
+    config.extra["adapter"] = {
+        "kind": adapter.kind,
+        "num_prompts": adapter.num_prompts,
+        "num_masks": adapter.num_masks,
+    }
     best = train_bita(target.model, adapter, answers, config)
     print(f"best checkpoint: {best}")
     return best

@@ -1,7 +1,8 @@
 """BiTA's streamlined generation and verification (§3.2, Alg. 1): the target drafts for itself.
 
-Each target pass scores [pending token, draft tree] and, in the same pass, runs a group of M mask
-tokens after the pending token and after every tree node. Verification keeps a path; the mask group
+Each target pass scores [pending token, draft tree] and, in the same pass, runs a group of mask
+tokens after the pending token and after every tree node (as many as the tree is deep, at most the
+adapter's M). Verification keeps a path; the mask group
 of the path's last token (the pending token if nothing was kept) saw exactly the context the next
 step continues, and its M outputs are the next step's candidates: the top-k_d tokens of mask d for
 depth d of the tree. Mask tokens and the rejected nodes leave the cache; the prompt tokens' keys and
@@ -56,6 +57,12 @@ class TreeShape:
             f"tree shape must be straight, efficient, full-K or widths like 5,4,3 or 5/4/3; got {spec!r}"
         )
 
+    def block_width(self) -> int:
+        """Positions of a full step's block: the pending token, N nodes and a mask group (one mask per
+        depth) after each of them, 1 + N + (N + 1)·depth."""
+        nodes = len(self.nodes(len(self.widths))[0])
+        return 1 + nodes + (nodes + 1) * len(self.widths)
+
     def nodes(self, depth: int) -> tuple[tuple[int, ...], list[tuple[int, int]]]:
         """The tree cut to ``depth`` levels: ``parents`` and each node's (depth, rank among candidates)."""
         parents: list[int] = []
@@ -87,7 +94,10 @@ class BiTADrafter(Drafter):
                 f"the adapter has {adapter.num_masks}"
             )
         self.reserved_slots = adapter.num_prompts if adapter.kind != "none" else 0
-        self.block_positions = len(self.shape.widths) + adapter.num_masks
+        # Mask d drafts depth d, and masks see only earlier ones: a tree d deep needs d masks a group,
+        # and the adapter's later masks would only widen every block.
+        self.num_masks = len(self.shape.widths)
+        self.block_positions = len(self.shape.widths) + self.num_masks
         self.engine: Engine | None = None
 
     def validate(self, target: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None) -> None:
@@ -117,7 +127,7 @@ class BiTADrafter(Drafter):
     ) -> Draft:
         """The tree from the last pass's mask outputs, cut so its deepest mask group still fits in the
         ``gamma`` positions after the pending token; with mask groups for the next step."""
-        batch, masks = self.engine.batch_size, self.adapter.num_masks
+        batch, masks = self.engine.batch_size, self.num_masks
         self._masked = gamma >= masks
         if not self._masked:  # no room for a mask group: a plain target step
             return Draft.empty(batch)
@@ -132,9 +142,9 @@ class BiTADrafter(Drafter):
         return Draft(tokens, parents=parents, extra=self._mask_groups(batch, parents))
 
     def _mask_groups(self, batch: int, parents: tuple[int, ...]) -> BlockExtra:
-        """M mask tokens after the pending token and after every node, each group seeing its anchor's
-        ancestors and its own earlier masks."""
-        masks, nodes = self.adapter.num_masks, len(parents)
+        """A mask group after the pending token and after every node, each mask seeing its group's
+        anchor, the anchor's ancestors and its own group's earlier masks."""
+        masks, nodes = self.num_masks, len(parents)
         tree = tree_attention(parents)
         extra = (nodes + 1) * masks
         sees = torch.zeros(extra, nodes + 1 + extra, dtype=torch.bool)
@@ -143,7 +153,7 @@ class BiTADrafter(Drafter):
                 row = anchor * masks + i
                 sees[row, : nodes + 1] = tree[anchor]
                 sees[row, nodes + 1 + anchor * masks : nodes + 1 + row + 1] = True
-        embeds = self.adapter.mask_embeddings(nodes + 1, self.engine.model.dtype)
+        embeds = self.adapter.mask_embeddings(nodes + 1, self.engine.model.dtype, masks)
         return BlockExtra(embeds[None].expand(batch, -1, -1).to(self.engine.device), sees)
 
     @torch.inference_mode()
@@ -151,7 +161,7 @@ class BiTADrafter(Drafter):
         if not self._masked:
             self.mask_logits = None
             return
-        masks = self.adapter.num_masks
+        masks = self.num_masks
         logits = feedback.target.logits
         batch = logits.shape[0]
         nodes = (logits.shape[1] - masks) // (1 + masks)  # width = 1 + N + (N + 1) · M

@@ -120,9 +120,9 @@ class BiTAAdapter(nn.Module):
         model.base_model(inputs_embeds=embeds, use_cache=True, **with_cache(model.base_model, cache))
         return [(layer.keys, layer.values) for layer in cache.layers]
 
-    def mask_embeddings(self, groups: int, dtype: torch.dtype) -> torch.Tensor:
-        """``[groups · M, d]``: M mask tokens per group, in order."""
-        return self.masks.to(dtype).repeat(groups, 1)
+    def mask_embeddings(self, groups: int, dtype: torch.dtype, count: int | None = None) -> torch.Tensor:
+        """``[groups · count, d]``: the first ``count`` (default M) mask tokens per group, in order."""
+        return self.masks[: self.num_masks if count is None else count].to(dtype).repeat(groups, 1)
 
     # -- files ---------------------------------------------------------------------------------------
     def save_pretrained(self, folder: str | Path) -> None:

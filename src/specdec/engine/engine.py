@@ -166,11 +166,14 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         token_mask, block = self._block_mask(batch, width, token_mask, tree_mask)
         positions = self._positions(block, positions)
         # Token ids through the model's own stack: a compiled static step, a graph's replay (hidden states
-        # included, as a drafter reading them asks at every verify) or the lean path can run it; a graph
-        # takes given embeddings too (BiTA's mask tokens).
+        # included, as a drafter reading them asks at every verify) or the lean path can run it. A graph and
+        # the lean path take given embeddings too (BiTA's mask tokens): where the lean probe found the lean
+        # path equal to the model's forward over token ids, that forward does nothing between the embedding
+        # table and the layers.
         own_stack = model is None and not layer_inputs and embeds is None
         padded, static = self._step_kind(width, model is None and not layer_inputs, own_stack)
-        lean = own_stack and not static and (self.lean_hidden if hidden_layers else self.lean)
+        lean = model is None and not layer_inputs and not static
+        lean = lean and (self.lean_hidden if hidden_layers else self.lean)
         run_width = self.graphs.width if padded else width
         self._make_room(run_width)
         block |= torch.eye(width, dtype=torch.bool)  # padding rows attend to themselves
@@ -260,8 +263,16 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         """The lean path where it applies, else the model's own forward (a static step computes every
         position's logits: one graph fewer)."""
         if lean:
-            ids = inputs["input_ids"]
-            return lean_forward(self.model, ids, positions, masks, self.cache, num_logits, hidden_layers)
+            return lean_forward(
+                self.model,
+                inputs.get("input_ids"),
+                positions,
+                masks,
+                self.cache,
+                num_logits,
+                hidden_layers,
+                inputs_embeds=inputs.get("inputs_embeds"),
+            )
         kwargs = {}
         if self._takes_logits_to_keep and num_logits is not None and not static:
             kwargs["logits_to_keep"] = num_logits

@@ -34,12 +34,14 @@ def has_lean_layout(model: nn.Module) -> bool:
 
 def lean_forward(
     model: nn.Module,
-    input_ids: torch.Tensor,
+    input_ids: torch.Tensor | None,
     position_ids: torch.Tensor,
     attention_mask: torch.Tensor | dict[str, torch.Tensor] | None,
     cache: SlotCache,
     num_logits: int | None = None,
     hidden_layers: Sequence[int] = (),
+    *,
+    inputs_embeds: torch.Tensor | None = None,
 ) -> ExtendOutput:
     """Logits ``[B, T or num_logits, V]`` for a block, and the hidden states ``[B, T, d]`` of
     ``hidden_layers``; the layers write the block's keys/values into ``cache``.
@@ -48,11 +50,12 @@ def lean_forward(
     or one per layer type for models whose layers differ (full / sliding attention), or None for plain
     causal attention over the block alone (:func:`specdec.engine.modeling.plain_causal`). ``hidden_layers``
     are numbered as the model's ``output_hidden_states`` numbers them: 0 the embeddings, i the output of
-    layer i, the last (L, or −1) after the final norm.
+    layer i, the last (L, or −1) after the final norm. ``inputs_embeds`` ``[B, T, d]`` stand in for the
+    embedding table's rows, as in the model's own forward (BiTA's learned mask tokens).
     """
     inner, config = model.model, model.config
     layer_types = getattr(config, "layer_types", None)
-    hidden = inner.embed_tokens(input_ids)
+    hidden = inner.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds
     rotary = inner.rotary_emb(hidden, position_ids)
     last = config.num_hidden_layers
     wanted = {h % (last + 1) for h in hidden_layers}  # negative indices count from the end, as in a tuple

@@ -3,7 +3,7 @@
 # after BiTA's blocks (given embeddings for the mask tokens) took the engine's lean path (they went through
 # transformers' forward): the shipped adapter at its chosen shape `2`, and `1`, `3`, straight, greedy, 30 prompts,
 # our plain decoding as the baseline in the same run. From the worktree at the given commit.
-#   nohup benchmarks/campaigns/bench-2026-11-30h-bita-shallow.sh COMMIT > /work/runs/bench-30h.log &
+#   nohup benchmarks/campaigns/bench-2026-11-30h-bita-lean.sh COMMIT > /work/runs/bench-30h.log &
 set -uo pipefail
 source "$(dirname "$0")/bench-tree-common.sh"
 bench_tree "$1" "bita lean"

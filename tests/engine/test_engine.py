@@ -424,29 +424,40 @@ def test_given_embeddings_and_positions(model):
     torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
 
 
-def test_given_embeddings_take_the_lean_path_and_equal_the_models_forward(model, monkeypatch):
-    """BiTA's mask tokens arrive as given embeddings: the lean path runs them (it was skipped for them,
-    and the model's own forward cost a 6-wide BiTA block 1.22 one-token steps against 1.07 for token
-    ids) and gives bit for bit what the model's forward gives."""
+@pytest.mark.parametrize("given", ["embeds", "layer inputs"])
+def test_given_inputs_take_the_lean_path_and_equal_the_models_forward(model, monkeypatch, given):
+    """BiTA's mask tokens arrive as given embeddings, Tandem's primary states as given layer inputs: the
+    lean path runs both (it was skipped for them: through transformers' forward a 6-wide BiTA block cost
+    1.22 one-token steps against 1.07 for token ids) and gives bit for bit what the model's forward gives."""
     import specdec.engine.engine as engine_module
 
     calls = []
     lean = engine_module.lean_forward
     monkeypatch.setattr(engine_module, "lean_forward", lambda *a, **k: calls.append(1) or lean(*a, **k))
     x = tokens(8)
-    learned = torch.randn(1, 4, model.config.hidden_size, generator=torch.Generator().manual_seed(2))
+    states = torch.randn(1, 4, model.config.hidden_size, generator=torch.Generator().manual_seed(2))
     where = torch.tensor([[False, True, False, True]])
     tree = torch.tensor([[1, 0, 0, 0], [1, 1, 0, 0], [1, 0, 1, 0], [1, 0, 1, 1]], dtype=torch.bool)
+    options = (
+        {"embeds": states, "embeds_mask": where}
+        if given == "embeds"
+        else {"layer_inputs": {1: states}, "layer_input_mask": where}
+    )
     logits, leans = {}, {}
     for kind in (None, False):
         engine = Engine(model, lean=kind)
         engine.reset(1, 16)
         engine.extend(x[:, :4])
         calls.clear()
-        logits[kind] = engine.extend(x[:, 4:], tree_mask=tree, embeds=learned, embeds_mask=where).logits
+        logits[kind] = engine.extend(x[:, 4:], tree_mask=tree, **options).logits
         assert len(calls) == int(engine.lean)  # the models without the lean layout keep their forward
         leans[kind] = engine.lean
     assert leans[False] is False and torch.equal(logits[None], logits[False])
+    engine = Engine(model, lean=False)
+    engine.reset(1, 16)
+    engine.extend(x[:, :4])
+    plain = engine.extend(x[:, 4:], tree_mask=tree).logits
+    assert not torch.allclose(plain, logits[False])  # the given inputs were used
 
 
 def test_reserved_slot_errors(model):

@@ -169,10 +169,11 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         # included, as a drafter reading them asks at every verify) or the lean path can run it. A graph and
         # the lean path take given embeddings too (BiTA's mask tokens): where the lean probe found the lean
         # path equal to the model's forward over token ids, that forward does nothing between the embedding
-        # table and the layers.
+        # table and the layers. Given layer inputs (Tandem's primary states) arrive through the layers' own
+        # forward pre-hooks, which the lean path's layer calls run as the model's forward does.
         own_stack = model is None and not layer_inputs and embeds is None
         padded, static = self._step_kind(width, model is None and not layer_inputs, own_stack)
-        lean = model is None and not layer_inputs and not static
+        lean = model is None and not static
         lean = lean and (self.lean_hidden if hidden_layers else self.lean)
         run_width = self.graphs.width if padded else width
         self._make_room(run_width)

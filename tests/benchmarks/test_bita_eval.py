@@ -55,7 +55,7 @@ def test_eval_bita_chooses_a_shape_that_bita_auto_uses(tmp_path, tiny_model_dir,
     )
     assert make_drafter(f"bita:{tmp_path / 'a'}", model, None).shape == TreeShape.parse(chosen, 3)
     (tmp_path / "a" / "tree_shape.json").unlink()
-    assert make_drafter(f"bita:{tmp_path / 'a'}", model, None).shape == TreeShape.parse("efficient", 3)
+    assert make_drafter(f"bita:{tmp_path / 'a'}", model, None).shape == TreeShape.parse("2", 3)  # on a CPU
     assert (
         main(f"generate hi --no-chat --model {tiny_model_dir} --drafter {spec} --max-new-tokens 4".split())
         == 2

@@ -54,6 +54,14 @@ def test_eval_bita_chooses_a_shape_that_bita_auto_uses(tmp_path, tiny_model_dir,
         == 0
     )
     assert make_drafter(f"bita:{tmp_path / 'a'}", model, None).shape == TreeShape.parse(chosen, 3)
+    record = json.loads((tmp_path / "a" / "tree_shape.json").read_text())
+    assert record["device"] == "cpu"
+    elsewhere = {**record, "shape": "full-3" if chosen != "full-3" else "full-2", "device": "cuda"}
+    (tmp_path / "a" / "tree_shape.json").write_text(json.dumps(elsewhere))  # measured on a GPU: not here
+    assert make_drafter(f"bita:{tmp_path / 'a'}", model, None).shape == TreeShape.parse("2", 3)
+    assert make_drafter(f"bita[auto]:{tmp_path / 'a'}", model, None).shape == TreeShape.parse(
+        elsewhere["shape"], 3
+    )
     (tmp_path / "a" / "tree_shape.json").unlink()
     assert make_drafter(f"bita:{tmp_path / 'a'}", model, None).shape == TreeShape.parse("2", 3)  # on a CPU
     assert (

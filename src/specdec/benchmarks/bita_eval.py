@@ -173,7 +173,12 @@ def run_from_args(args: argparse.Namespace) -> dict:
         rows[name] = {"adapter": str(folder), "shapes": per_shape, "chosen": best}
         (folder / SHAPE_FILE).write_text(
             json.dumps(
-                {"shape": best.replace("/", ","), "predicted": per_shape[best], "machine": machine_info()},
+                {
+                    "shape": best.replace("/", ","),
+                    "device": target.model.device.type,
+                    "predicted": per_shape[best],
+                    "machine": machine_info(),
+                },
                 indent=1,
             )
         )

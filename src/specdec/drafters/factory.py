@@ -65,8 +65,8 @@ DRAFTER_SPECS: tuple[tuple[str, str], ...] = (
     (
         "bita:PATH, bita[SHAPE]:PATH",
         "a BiTA adapter: the target drafts for itself; SHAPE efficient, straight, "
-        "full-K, widths like 5/4/3 or auto (default: the shape `eval bita` measured fastest; unmeasured, "
-        "efficient on a GPU and 2 elsewhere)",
+        "full-K, widths like 5/4/3 or auto (default: the shape `eval bita` measured fastest on this kind "
+        "of device; unmeasured, efficient on a GPU and 2 elsewhere)",
     ),
 )
 SPECS_HINT = "a drafter spec (`specdec drafters` lists them)"
@@ -107,9 +107,9 @@ def make_drafter(
             folder = shipped[path]
         adapter = BiTAAdapter.from_pretrained(folder)
         shape = head.removeprefix("bita").strip("[]")
-        if shape == "auto" or (not shape and (folder / TREE_SHAPE_FILE).is_file()):
+        if shape == "auto":
             shape = chosen_tree_shape(folder)
-        return BiTADrafter(adapter, shape or unmeasured_tree_shape(target), name=spec)
+        return BiTADrafter(adapter, shape or default_tree_shape(folder, target), name=spec)
     if spec.startswith("lookup+"):
         inner = spec.removeprefix("lookup+")
         if is_eagle3(inner):
@@ -213,11 +213,21 @@ def vocab_folder(model_spec: str) -> Path:
 TREE_SHAPE_FILE = "tree_shape.json"
 
 
-def unmeasured_tree_shape(target: PreTrainedModel) -> str:
-    """The shape for an adapter `eval bita` has not measured: the paper's efficient tree (52 positions a
-    block) where a wide block costs about one step (a GPU), else the top 2 of the first mask (6), which
-    measured fastest for the shipped adapter on the CPUs here (`benchmarks/BITA_2026-11-30.md`)."""
-    return "efficient" if next(target.parameters()).device.type == "cuda" else "2"
+def default_tree_shape(folder: Path, target: PreTrainedModel) -> str:
+    """The shape ``specdec eval bita`` measured fastest for this adapter on the kind of device the target
+    is on. Unmeasured there: the paper's efficient tree (52 positions a block) where a wide block costs
+    about one step (a GPU), else the top 2 of the first mask (a block of 6), fastest for the shipped
+    adapter on the CPUs here (`benchmarks/BITA_2026-11-30.md`)."""
+    device = next(target.parameters()).device.type
+    chosen = folder / TREE_SHAPE_FILE
+    if chosen.is_file():
+        record = json.loads(chosen.read_text())
+        measured_on = record.get("device") or (  # files from before the device was recorded
+            "cpu" if record.get("machine", {}).get("gpu") is None else "cuda"
+        )
+        if measured_on == device:
+            return record["shape"]
+    return "efficient" if device == "cuda" else "2"
 
 
 def chosen_tree_shape(folder: Path) -> str:

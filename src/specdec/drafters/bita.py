@@ -2,11 +2,11 @@
 
 Each target pass scores [pending token, draft tree] and, in the same pass, runs a group of mask
 tokens after the pending token and after every tree node (as many as the tree is deep, at most the
-adapter's M). Verification keeps a path; the mask group
-of the path's last token (the pending token if nothing was kept) saw exactly the context the next
-step continues, and its M outputs are the next step's candidates: the top-k_d tokens of mask d for
-depth d of the tree. Mask tokens and the rejected nodes leave the cache; the prompt tokens' keys and
-values sit in the target engine's reserved slots, seen by mask tokens only.
+adapter's M). Verification keeps a path; the mask group of the path's last token (the pending token
+if nothing was kept) saw exactly the context the next step continues, and its outputs are the next
+step's candidates: the top-k_d tokens of mask d for depth d of the tree. Mask tokens and the
+rejected nodes leave the cache; the prompt tokens' keys and values sit in the target engine's
+reserved slots, seen by mask tokens only.
 
 Tree shapes (Table 4): ``straight`` (top-1 of each mask, a chain), ``full-K`` (every combination of
 the top-K of each mask) and ``efficient`` (top 5/4/3, only the top-1 candidate has children). The
@@ -164,7 +164,7 @@ class BiTADrafter(Drafter):
         masks = self.num_masks
         logits = feedback.target.logits
         batch = logits.shape[0]
-        nodes = (logits.shape[1] - masks) // (1 + masks)  # width = 1 + N + (N + 1) · M
+        nodes = (logits.shape[1] - masks) // (1 + masks)  # width = 1 + N + (N + 1) · masks
         anchors = torch.zeros(batch, dtype=torch.long)  # block position of each row's last kept token
         if feedback.path is not None:
             for row, n in enumerate(feedback.num_accepted.tolist()):

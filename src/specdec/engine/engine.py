@@ -173,8 +173,7 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         # forward pre-hooks, which the lean path's layer calls run as the model's forward does.
         own_stack = model is None and not layer_inputs and embeds is None
         padded, static = self._step_kind(width, model is None and not layer_inputs, own_stack)
-        lean = model is None and not static
-        lean = lean and (self.lean_hidden if hidden_layers else self.lean)
+        lean = model is None and not static and (self.lean_hidden if hidden_layers else self.lean)
         run_width = self.graphs.width if padded else width
         self._make_room(run_width)
         block |= torch.eye(width, dtype=torch.bool)  # padding rows attend to themselves

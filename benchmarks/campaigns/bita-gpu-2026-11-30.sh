@@ -13,7 +13,7 @@
 #   bash benchmarks/campaigns/bita-gpu-2026-11-30.sh stage           # carry .gpu/b .gpu/meta .gpu/data
 #   bash benchmarks/campaigns/bita-gpu-2026-11-30.sh run DEADLINE    # $OUT gets back.tar
 # CPU dry run: WORK=/tmp/bita-dry DEVICE=cpu PY=.venv/bin/python SITE=<the venv's site-packages>
-# DATA=<a folder of answers files> BATCH=2 MASK_GROUPS=4 STEPS=2 bash ... run 150 (done at 98b4ee5+: 20 s, back.tar 2.2 MB)
+# DATA=<a folder of answers files> BATCH=2 MASK_GROUPS=4 STEPS=2 bash ... run 150 (dry-run 2026-11-30 on the tree at fa87156: 20 s, back.tar 2.2 MB)
 set -uo pipefail
 T0=$(date +%s)
 PHASE=${1:?stage or run}

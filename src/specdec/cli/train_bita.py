@@ -54,25 +54,12 @@ def add_bita_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", default=None)
 
 
-def adapter_folder(name_or_path: str) -> Path:
-    """A BiTA adapter's folder: a path, or the name of one the package ships."""
-    from specdec.models.packaged import packaged_bitas
-
-    path = Path(name_or_path)
-    if path.is_dir():
-        return path
-    if name_or_path in (shipped := packaged_bitas()):
-        return shipped[name_or_path]
-    raise DataNotFoundError(
-        f"--init-from {name_or_path}: no such folder, nor a packaged adapter ({', '.join(sorted(shipped))})"
-    )
-
-
 def run_train_bita(args: argparse.Namespace) -> Path:
     import torch
 
     from specdec.benchmarks.report import machine_info
     from specdec.cli.train import bf16_pays
+    from specdec.drafters.factory import bita_folder
     from specdec.models import load_model
     from specdec.models.bita import BiTAAdapter, model_signature
     from specdec.training.answers import read_answers
@@ -104,7 +91,7 @@ def run_train_bita(args: argparse.Namespace) -> Path:
     answers = [answers[i] for i in order]
     target = load_model(args.target, cache_dir=args.cache_dir)
     if args.init_from is not None:
-        adapter = BiTAAdapter.from_pretrained(adapter_folder(args.init_from))
+        adapter = BiTAAdapter.from_pretrained(bita_folder(args.init_from))
         adapter.check_model(target.model, args.target)
         config.extra["init_from"] = args.init_from
     else:

@@ -102,9 +102,7 @@ def make_drafter(
         return EarlyExitDrafter(target, int(layers))
     if spec.startswith("bita:") or spec.startswith("bita["):
         head, _, path = spec.partition(":")
-        folder = Path(path)
-        if not folder.is_dir() and path in (shipped := packaged_bitas()):
-            folder = shipped[path]
+        folder = bita_folder(path)
         adapter = BiTAAdapter.from_pretrained(folder)
         shape = head.removeprefix("bita").strip("[]")
         if shape == "auto":
@@ -211,6 +209,14 @@ def vocab_folder(model_spec: str) -> Path:
 
 
 TREE_SHAPE_FILE = "tree_shape.json"
+
+
+def bita_folder(name_or_path: str) -> Path:
+    """A BiTA adapter's folder: a path, or the name of one the package ships."""
+    folder = Path(name_or_path)
+    if not folder.is_dir() and name_or_path in (shipped := packaged_bitas()):
+        return shipped[name_or_path]
+    return folder
 
 
 def default_tree_shape(folder: Path, target: PreTrainedModel) -> str:

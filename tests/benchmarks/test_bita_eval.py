@@ -48,6 +48,8 @@ def test_eval_bita_chooses_a_shape_that_bita_auto_uses(tmp_path, tiny_model_dir,
     assert report["uncached_costs"]["1"] == 1.0
     assert json.loads((tmp_path / "a" / "tree_shape.json").read_text())["shape"] == chosen.replace("/", ",")
     assert "chosen shape" in md.read_text() and "Table 3" in md.read_text()
+    digest = report["adapters"]["deep"]["digest"]
+    assert len(digest) == 16 and f"weights sha256 {digest}" in md.read_text()  # the weights it judged
     spec = f"bita[auto]:{tmp_path / 'a'}"
     assert (
         main(f"generate hi --no-chat --model {tiny_model_dir} --drafter {spec} --max-new-tokens 4".split())

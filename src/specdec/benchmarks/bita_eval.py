@@ -33,6 +33,7 @@ from specdec.errors import InvalidArgumentError
 from specdec.inputs import non_negative_int, positive_int
 from specdec.models import load_model
 from specdec.models.bita import BiTAAdapter
+from specdec.models.packaged import drafter_digest
 from specdec.training.answers import read_answers
 from specdec.training.bita import IGNORE, BiTATrainConfig, accepted_per_step, sar_batch, sar_logits, split
 
@@ -170,7 +171,8 @@ def run_from_args(args: argparse.Namespace) -> dict:
                 "uncached_speedup": (mean + 1) / uncached[width],
             }
         best = max(per_shape, key=lambda s: per_shape[s]["predicted_speedup"])
-        rows[name] = {"adapter": str(folder), "shapes": per_shape, "chosen": best}
+        digest = drafter_digest(str(folder))  # the weights these numbers judge
+        rows[name] = {"adapter": str(folder), "digest": digest, "shapes": per_shape, "chosen": best}
         (folder / SHAPE_FILE).write_text(
             json.dumps(
                 {
@@ -227,7 +229,8 @@ def write_markdown(report: dict, path: Path) -> None:
     for name, row in report["adapters"].items():
         lines += [
             "",
-            f"## {name} (`{row['adapter']}`): chosen shape **{row['chosen']}**",
+            f"## {name} (`{row['adapter']}`, weights sha256 {row.get('digest') or 'not recorded'}): "
+            f"chosen shape **{row['chosen']}**",
             "",
             "| shape | accepted/step | block width | T(w)/T(1) | predicted speedup "
             "| no-cache F(256+w)/F(257) | no-cache speedup (paper's setting) |",

@@ -2,6 +2,8 @@
 computes for a mask group, the SAR loss learns, resume is exact, files round-trip and refuse the wrong
 model, and the acceptance the selection scores is the tree walk's."""
 
+import json
+
 import pytest
 import torch
 
@@ -17,6 +19,7 @@ from specdec.training.bita import (
     accepted_per_step,
     sar_batch,
     sar_logits,
+    selected_score,
     train_bita,
 )
 from tiny import make_gpt2, make_llama, make_tokenizer, random_answers_file
@@ -147,6 +150,32 @@ def test_training_learns_and_resumes_exactly(tmp_path, answers):
     assert torch.equal(a.prompts, c.prompts) and torch.equal(a.masks, c.masks)
 
 
+def test_best_is_the_checkpoint_that_accepts_most_with_the_tree_decoding_runs(tmp_path, answers):
+    """``select_widths`` scores the tree decoding will run (here the top 2 of the first mask) and
+    ``best/`` follows it; the default scores the efficient tree, as runs before the option did."""
+    target, data = answers
+    torch.manual_seed(0)
+    adapter = BiTAAdapter(model_signature(target), 4, 3, "deep")
+    best = train_bita(
+        target, adapter, data, config(tmp_path / "two", eval_every=3, save_every=3, select_widths=(2,))
+    )
+    log = [json.loads(line) for line in (tmp_path / "two" / "log.jsonl").read_text().splitlines()]
+    evals = [r for r in log if "accepted_selected" in r]
+    assert len(evals) == 4 and any(r["accepted_selected"] != r["accepted_efficient"] for r in evals)
+    chosen = max(evals, key=lambda r: r["accepted_selected"])  # max keeps the first of equals, as train does
+    assert log[-1]["best_step"] == chosen["step"]
+    chosen_weights = BiTAAdapter.from_pretrained(tmp_path / "two" / f"checkpoint-{chosen['step']}")
+    assert torch.equal(BiTAAdapter.from_pretrained(best).masks, chosen_weights.masks)
+    torch.manual_seed(0)
+    plain = BiTAAdapter(model_signature(target), 4, 3, "deep")
+    train_bita(target, plain, data, config(tmp_path / "efficient", steps=3, eval_every=3))
+    record = json.loads((tmp_path / "efficient" / "log.jsonl").read_text().splitlines()[-1])
+    assert record["accepted_selected"] == record["accepted_efficient"]
+    assert selected_score({"accepted_efficient": 0.5}) == 0.5  # a best/ recorded before the option
+    with pytest.raises(InvalidArgumentError, match="select_widths"):
+        config(tmp_path, select_widths=(0,))
+
+
 def test_adapter_files_round_trip_and_refuse_the_wrong_model(tmp_path, model):
     torch.manual_seed(3)
     adapter = BiTAAdapter(model_signature(model), 4, 3, "deep", model_name="tiny")
@@ -187,6 +216,12 @@ def test_the_cli_trains_an_adapter_and_decodes_with_it(tmp_path, tiny_model_dir,
         assert main(generate.split()) == 0
     assert "bita" in capsys.readouterr().out
     assert main([*train.split(), "--answers", str(tmp_path / "missing.jsonl")]) == 2
+    for shape in ("full-2", "2/1/1/1", "wide"):  # not a walk of top-1 nodes, deeper than 3 masks, no shape
+        assert main([*train.split(), "--output", str(tmp_path / "x"), "--select-shape", shape]) == 2
+    assert (
+        main([*train.split(), *options.split(), "--output", str(tmp_path / "s"), "--select-shape", "2"]) == 0
+    )
+    assert json.loads((tmp_path / "s" / "train_config.json").read_text())["select_widths"] == [2]
     assert main(f"generate hi --no-chat --model {tiny_model_dir} --drafter bita:{tmp_path}".split()) == 2
 
 

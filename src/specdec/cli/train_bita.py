@@ -6,7 +6,7 @@ import argparse
 import random
 from pathlib import Path
 
-from specdec.errors import DataNotFoundError
+from specdec.errors import DataNotFoundError, InvalidArgumentError
 from specdec.inputs import non_negative_int, positive_int
 
 
@@ -38,6 +38,13 @@ def add_bita_arguments(parser: argparse.ArgumentParser) -> None:
     opt.add_argument("--max-len", type=positive_int, default=256)
     opt.add_argument("--eval-every", type=positive_int, default=100)
     opt.add_argument("--eval-sequences", type=positive_int, default=64)
+    opt.add_argument(
+        "--select-shape",
+        default="efficient",
+        metavar="SHAPE",
+        help="the tree best/ is chosen for, by held-out tokens accepted per step: the shape decoding will "
+        "run (efficient, straight, or widths such as 2 or 2/1; only top-1 nodes branch)",
+    )
     opt.add_argument("--heldout-fraction", type=float, default=0.05)
     opt.add_argument("--save-every", type=positive_int, default=100)
     opt.add_argument("--seed", type=int, default=0)
@@ -100,6 +107,7 @@ def run_train_bita(args: argparse.Namespace) -> Path:
         adapter = BiTAAdapter(
             model_signature(target.model), prompts, args.masks, args.kind, model_name=args.target
         )
+    config.select_widths = selection_widths(args.select_shape, adapter.num_masks)
     config.extra["adapter"] = {
         "kind": adapter.kind,
         "num_prompts": adapter.num_prompts,
@@ -108,3 +116,16 @@ def run_train_bita(args: argparse.Namespace) -> Path:
     best = train_bita(target.model, adapter, answers, config)
     print(f"best checkpoint: {best}")
     return best
+
+
+def selection_widths(spec: str, num_masks: int) -> tuple[int, ...]:
+    """``--select-shape`` as the widths the held-out walk scores; a full tree (every candidate
+    branching) is not a walk of top-1 nodes, so it cannot be the selection's."""
+    from specdec.drafters.bita import TreeShape
+
+    shape = TreeShape.parse(spec, num_masks)
+    if shape.full:
+        raise InvalidArgumentError(f"--select-shape {spec}: a full tree is not a walk of top-1 nodes")
+    if len(shape.widths) > num_masks:
+        raise InvalidArgumentError(f"--select-shape {spec} is deeper than the adapter's {num_masks} masks")
+    return shape.widths

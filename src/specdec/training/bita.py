@@ -7,9 +7,11 @@ predicts k_g + 1). One forward pass computes every group: ordinary tokens attend
 other only (their states are the frozen model's), mask tokens attend to the sequence up to their cut,
 to the prompt tokens and to their own group's earlier masks.
 
-Selection is by what decoding gets: on held-out answers, the tokens a straightforward chain and the
-efficient tree (top 5/4/3, only top-1 nodes have children) would accept per step from each group;
-``best/`` is the checkpoint with the most for the efficient tree. Batches and dropout depend only
+Selection is by what decoding gets: on held-out answers, the tokens a straightforward chain, the
+efficient tree (top 5/4/3, only top-1 nodes have children) and the tree decoding will run
+(``select_widths``: the efficient one unless told, e.g. ``(2,)`` where a CPU runs the top 2 of the
+first mask) would accept per step from each group; ``best/`` is the checkpoint with the most for the
+last. Batches and dropout depend only
 on (seed, step), so ``resume`` continues exactly where a run stopped — also one stopped by its time
 limit, which ends a budgeted session (a lent GPU, a CI slot) on a checkpoint instead of a kill.
 Under ``accelerate launch`` each process trains on its rows of that batch (see distributed.py).
@@ -43,7 +45,7 @@ from specdec.training.checkpoints import (
 from specdec.training.distributed import batch_mean, batch_share, rank_rows, sync_gradients, sync_weights
 from specdec.training.primary_cache import sequence_of
 
-EFFICIENT = (5, 4, 3, 2)  # candidates per depth of the efficient tree the selection scores
+EFFICIENT = (5, 4, 3, 2)  # candidates per depth of the efficient tree (the selection's default)
 IGNORE = -100
 
 
@@ -65,6 +67,7 @@ class BiTATrainConfig:
     resume: bool = False
     bf16: bool = False
     time_limit_s: float | None = None  # stop (with a checkpoint) after the step that crosses it
+    select_widths: tuple[int, ...] = EFFICIENT  # the tree `best/` is chosen for (top-1 nodes branch)
     extra: dict = field(default_factory=dict)  # provenance: target, answers, machine, ...
 
     def __post_init__(self) -> None:
@@ -82,6 +85,8 @@ class BiTATrainConfig:
             raise InvalidArgumentError(f"heldout_fraction must be in (0, 1), got {self.heldout_fraction}")
         if self.time_limit_s is not None and not self.time_limit_s > 0:
             raise InvalidArgumentError(f"time_limit_s must be > 0 seconds, got {self.time_limit_s}")
+        if not self.select_widths or not all(isinstance(w, int) and w >= 1 for w in self.select_widths):
+            raise InvalidArgumentError(f"select_widths must be integers >= 1, got {self.select_widths!r}")
 
 
 def sar_batch(
@@ -198,12 +203,13 @@ def accepted_per_step(logits: torch.Tensor, labels: torch.Tensor, widths: Sequen
 def evaluate(
     model: PreTrainedModel, adapter: BiTAAdapter, answers: Sequence[TargetAnswer], config: BiTATrainConfig
 ) -> dict:
-    """Held-out SAR loss, top-1 accuracy per mask, and tokens accepted per step (straight / efficient)."""
+    """Held-out SAR loss, top-1 accuracy per mask, and tokens accepted per step (straight / efficient /
+    the tree the selection is for)."""
     was_training = adapter.training
     adapter.eval()
     generator = torch.Generator().manual_seed(config.seed + 7)
     device = next(model.parameters()).device
-    losses, correct, counted, straight, efficient = [], None, None, [], []
+    losses, correct, counted, straight, efficient, selected = [], None, None, [], [], []
     for start in range(0, len(answers), config.batch_size):
         batch = sar_batch(
             answers[start : start + config.batch_size],
@@ -222,13 +228,21 @@ def evaluate(
         counted = used.sum((0, 1)) if counted is None else counted + used.sum((0, 1))
         straight.append(accepted_per_step(logits, labels, (1,) * adapter.num_masks))
         efficient.append(accepted_per_step(logits, labels, EFFICIENT))
+        selected.append(accepted_per_step(logits, labels, config.select_widths))
     adapter.train(was_training)
     return {
         "heldout_loss": sum(losses) / len(losses),
         "heldout_mask_accuracy": (correct / counted.clamp(min=1)).cpu().tolist(),
         "accepted_straight": float(torch.cat([s.flatten() for s in straight]).nanmean()),
         "accepted_efficient": float(torch.cat([e.flatten() for e in efficient]).nanmean()),
+        "accepted_selected": float(torch.cat([e.flatten() for e in selected]).nanmean()),
     }
+
+
+def selected_score(best: dict) -> float:
+    """The best checkpoint's score for the selection; a run started before ``select_widths`` existed
+    chose on the efficient tree, which is also that field's default."""
+    return best.get("accepted_selected", best["accepted_efficient"])
 
 
 def split(answers: Sequence[TargetAnswer], fraction: float) -> tuple[list, list]:
@@ -316,14 +330,14 @@ def train_bita(
         if (step + 1) % config.eval_every == 0 or last:
             with autocast:
                 record.update(evaluate(model, adapter, heldout, config))
-            if best is None or record["accepted_efficient"] > best["accepted_efficient"]:
+            if best is None or record["accepted_selected"] > selected_score(best):
                 best = {
                     "step": step + 1,
                     **{k: v for k, v in record.items() if k.startswith(("heldout", "accepted"))},
                 }
                 save(output / "best", step + 1)
             record["best_step"] = best["step"]
-            bar.set_postfix(acc=f"{record['accepted_efficient']:.2f}", loss=f"{record['heldout_loss']:.2f}")
+            bar.set_postfix(acc=f"{record['accepted_selected']:.2f}", loss=f"{record['heldout_loss']:.2f}")
         if accelerator.is_main_process:
             with (output / "log.jsonl").open("a") as f:
                 f.write(json.dumps(record) + "\n")

@@ -82,7 +82,8 @@ def bracket(rel: str, date: str | None) -> tuple[str | None, str]:
 def weights(text: str, data: dict, digest_of: Callable[[str], str]) -> list[str]:
     """One entry per drafter with weights that the page names: as recorded by the run (``drafters`` or
     ``config.drafter_digests`` in its JSON), hashed from git, or a local folder nobody hashed."""
-    found = data.get("drafters") or (data.get("config") or {}).get("drafter_digests") or {}
+    recorded = (data.get("drafters"), (data.get("config") or {}).get("drafter_digests"))
+    found = next((f for f in recorded if isinstance(f, dict) and f), {})  # a list of specs: no digests
     by_name = {str(spec).split("+")[-1].split(":")[-1]: str(dig) for spec, dig in found.items() if dig}
     entries = []
     for name in sorted(p.name for p in (ROOT / DRAFTS).iterdir() if p.is_dir()):

@@ -11,7 +11,7 @@ from specdec.drafters import make_drafter
 from specdec.drafters.bita import TreeShape
 from specdec.models import load_model
 from specdec.models.bita import BiTAAdapter, model_signature
-from specdec.training.bita import IGNORE
+from specdec.training.sar import IGNORE
 from tiny import random_answers_file
 
 

@@ -35,7 +35,8 @@ from specdec.models import load_model
 from specdec.models.bita import BiTAAdapter
 from specdec.models.packaged import drafter_digest
 from specdec.training.answers import read_answers
-from specdec.training.bita import IGNORE, BiTATrainConfig, accepted_per_step, sar_batch, sar_logits, split
+from specdec.training.bita import BiTATrainConfig, split
+from specdec.training.sar import IGNORE, accepted_per_step, sar_batch, sar_logits
 
 SHAPES = ("1", "2", "3", "2/1", "straight", "2/1/1", "3/2/1", "efficient", "8/6/4", "full-2", "full-3")
 

@@ -7,7 +7,8 @@ import torch
 
 from specdec.engine import Engine
 from specdec.models.bita import BiTAAdapter, model_signature
-from specdec.training.sar import IGNORE, accepted_per_step, sar_batch, sar_logits
+from specdec.training.answers import TargetAnswer
+from specdec.training.sar import IGNORE, accepted_per_step, sar_batch, sar_logits, sar_loss, sequence_states
 from tiny import make_gpt2, make_llama
 
 VOCAB = 320
@@ -49,8 +50,6 @@ def test_the_training_pass_computes_what_decoding_computes(model, kind):
 
 
 def test_sar_batches_cut_inside_answers_and_label_the_tokens_after_the_next():
-    from specdec.training.answers import TargetAnswer
-
     answer = TargetAnswer(prompt_ids=[1, 2, 3], answer_ids=[10, 11, 12, 13, 14])
     batch = sar_batch([answer], groups=50, masks=3, max_len=64, generator=torch.Generator().manual_seed(0))
     ids = [1, 2, 3, 10, 11, 12, 13, 14]
@@ -69,3 +68,19 @@ def test_accepted_per_step_walks_the_efficient_tree():
     assert accepted_per_step(logits, labels, (1, 1, 1)).tolist() == [[3.0, 0.0, 1.0]]
     labels[0, 1, 0] = IGNORE
     assert accepted_per_step(logits, labels, (1, 1, 1))[0, 1].isnan()
+
+
+@pytest.mark.parametrize("kind", ["deep", "shallow"])
+def test_the_loss_reaches_the_prompts_and_the_masks(model, kind):
+    """The sequence runs without autograd (no trained weight reaches it); the prompt states and the mask
+    embeddings, which the masks' pass reads, still get their gradients."""
+    torch.manual_seed(1)
+    adapter = BiTAAdapter(model_signature(model), 4, 3, kind)
+    answer_ids = torch.randint(3, VOCAB, (12,), generator=torch.Generator().manual_seed(4)).tolist()
+    answers = [TargetAnswer(prompt_ids=[1, 2], answer_ids=answer_ids)] * 2
+    batch = sar_batch(answers, 4, 3, 64, torch.Generator().manual_seed(0))
+    sar_loss(sar_logits(model, adapter, batch), batch["labels"]).backward()
+    assert adapter.prompts.grad is not None and adapter.prompts.grad.abs().sum() > 0
+    assert adapter.masks.grad is not None and adapter.masks.grad.abs().sum() > 0
+    cache = sequence_states(model, batch["tokens"], batch["valid"])  # the model's weights require grad here
+    assert not any(layer.keys.requires_grad or layer.values.requires_grad for layer in cache.layers)

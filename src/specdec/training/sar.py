@@ -3,10 +3,11 @@
 A training sample is a target-written sequence with G mask groups packed after it (the official code
 packs up to 64): group g after cut k_g (the last token it may see) holds M mask tokens at positions
 k_g + 1 .. k_g + M, labelled with the tokens at k_g + 2 .. k_g + M + 1 (the model's own output at k_g
-predicts k_g + 1). One forward pass computes every group: ordinary tokens attend causally to each
-other only (their states are the frozen model's), mask tokens attend to the sequence up to their cut,
-to the prompt tokens and to their own group's earlier masks. The trainer (``training.bita``) and
-``eval bita`` (``benchmarks.bita_eval``) share it.
+predicts k_g + 1). Ordinary tokens attend causally to each other only (their states are the frozen
+model's); mask tokens attend to the sequence up to their cut, to the prompt tokens and to their own
+group's earlier masks. The sequence runs first, without autograd, into a cache; then every group's
+masks run in one pass over it, as decoding runs them. The trainer (``training.bita``) and ``eval
+bita`` (``benchmarks.bita_eval``) share it.
 """
 
 from __future__ import annotations
@@ -57,56 +58,68 @@ def sar_batch(
 
 
 def sar_logits(model: PreTrainedModel, adapter: BiTAAdapter, batch: dict) -> torch.Tensor:
-    """``[B, G, M, V]`` logits of every mask token, in one pass over sequence + packed mask groups."""
+    """``[B, G, M, V]`` logits of every mask token: the sequence once, then every group's masks in one
+    pass over its keys and values, the prompt states' and their own group's earlier masks'."""
     tokens, valid, cuts = batch["tokens"], batch["valid"], batch["cuts"]
     size, n = tokens.shape
     groups, masks = cuts.shape[1], adapter.num_masks
-    extra = groups * masks
-    device = tokens.device
-    dtype = next(model.parameters()).dtype
-    embeds = model.get_input_embeddings()(tokens)
-    mask_embeds = adapter.mask_embeddings(groups, embeds.dtype)[None].expand(size, -1, -1)
-    inputs = torch.cat([embeds, mask_embeds], dim=1)
+    device, dtype = tokens.device, next(model.parameters()).dtype
     offsets = torch.arange(1, masks + 1, device=device).repeat(groups)  # [G·M]: i = 1..M
     group_of = torch.arange(groups, device=device).repeat_interleave(masks)
     mask_cut = cuts[:, group_of]  # [B, G·M]
-    positions = torch.cat(
-        [torch.arange(n, device=device).expand(size, n), mask_cut.clamp(min=0) + offsets], 1
-    )
+    positions = mask_cut.clamp(min=0) + offsets
+    sequence = sequence_states(model, tokens, valid)
 
     k = torch.arange(n, device=device)
-    ordinary = (k[None, :] <= k[:, None])[None] & valid[:, None, :]  # [B, n, n]
-    top = torch.cat([ordinary, torch.zeros(size, n, extra, dtype=torch.bool, device=device)], dim=2)
-    top |= torch.eye(n, n + extra, dtype=torch.bool, device=device)  # padding attends to itself
     sees_seq = (k[None, None, :] <= mask_cut[:, :, None]) & valid[:, None, :]  # [B, G·M, n]
     same_group = group_of[:, None] == group_of[None, :]
-    earlier = offsets[None, :] <= offsets[:, None]
-    sees_masks = (same_group & earlier)[None].expand(size, -1, -1)
-    bottom = torch.cat([sees_seq, sees_masks], dim=2)
-    bottom |= torch.eye(n + extra, dtype=torch.bool, device=device)[n:]  # unused groups see themselves
-    mask = torch.cat([top, bottom], dim=1)  # [B, n + G·M, n + G·M]
-
+    earlier = offsets[None, :] <= offsets[:, None]  # with itself: an unused group sees at least that
+    mask = torch.cat([sees_seq, (same_group & earlier)[None].expand(size, -1, -1)], dim=2)
+    key_pos = torch.cat([k.expand(size, n), positions], dim=1)
     prefix = adapter.prefix(model)
-    past, key_pos = None, positions
+    past = DynamicCache()
+    for layer, states in enumerate(sequence.layers):
+        keys, values = states.keys, states.values
+        if prefix:  # the prompt's states first, seen by every mask token
+            expand = (size, -1, -1, -1)
+            keys = torch.cat([prefix[layer][0].to(keys.dtype).expand(*expand), keys], dim=2)
+            values = torch.cat([prefix[layer][1].to(values.dtype).expand(*expand), values], dim=2)
+        past.update(keys, values, layer)
     if prefix:
-        past = DynamicCache()
-        for layer, (keys, values) in enumerate(prefix):
-            past.update(
-                keys.to(dtype).expand(size, -1, -1, -1), values.to(dtype).expand(size, -1, -1, -1), layer
-            )
         p = prefix[0][0].shape[2]
-        sees_prefix = torch.zeros(size, n + extra, p, dtype=torch.bool, device=device)
-        sees_prefix[:, n:] = True
-        mask = torch.cat([sees_prefix, mask], dim=2)
-        key_pos = torch.cat([torch.full((size, p), 2**40, device=device), positions], dim=1)
+        mask = torch.cat([torch.ones(size, groups * masks, p, dtype=torch.bool, device=device), mask], dim=2)
+        key_pos = torch.cat([torch.full((size, p), 2**40, device=device), key_pos], dim=1)
+    inputs = adapter.mask_embeddings(groups, dtype)[None].expand(size, -1, -1)
     hidden = model.base_model(
         inputs_embeds=inputs,
         position_ids=positions,
         attention_mask=attention_masks(model.config, dtype, mask[:, None], positions, key_pos),
         **with_cache(model.base_model, past),
-        use_cache=past is not None,
-    ).last_hidden_state[:, n:]
+        use_cache=True,
+    ).last_hidden_state
     return model.get_output_embeddings()(hidden).view(size, groups, masks, -1)
+
+
+@torch.no_grad()
+def sequence_states(model: PreTrainedModel, tokens: torch.Tensor, valid: torch.Tensor) -> DynamicCache:
+    """The frozen model's keys and values of the right-padded sequences, causal. No trained weight
+    reaches them (ordinary tokens never see the prompt or a mask), so they run once without autograd
+    and the backward pass covers only the mask tokens: ~1.6x fewer FLOPs a step than one joint pass."""
+    size, n = tokens.shape
+    k = torch.arange(n, device=tokens.device)
+    causal = (k[None, :] <= k[:, None])[None] & valid[:, None, :]
+    mask = causal | torch.eye(n, dtype=torch.bool, device=k.device)  # padding attends to itself
+    positions = k.expand(size, n)
+    cache = DynamicCache()
+    dtype = next(model.parameters()).dtype
+    model.base_model(
+        input_ids=tokens,
+        position_ids=positions,
+        attention_mask=attention_masks(model.config, dtype, mask[:, None], positions, positions),
+        **with_cache(model.base_model, cache),
+        use_cache=True,
+    )
+    return cache
 
 
 def sar_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

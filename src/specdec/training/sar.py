@@ -104,7 +104,8 @@ def sar_logits(model: PreTrainedModel, adapter: BiTAAdapter, batch: dict) -> tor
 def sequence_states(model: PreTrainedModel, tokens: torch.Tensor, valid: torch.Tensor) -> DynamicCache:
     """The frozen model's keys and values of the right-padded sequences, causal. No trained weight
     reaches them (ordinary tokens never see the prompt or a mask), so they run once without autograd
-    and the backward pass covers only the mask tokens: ~1.6x fewer FLOPs a step than one joint pass."""
+    and the backward pass covers only the mask tokens (a step 0.69x the time of one joint pass over
+    sequence and masks, `benchmarks/results/sar_step_probe_2026-11-30.log`)."""
     size, n = tokens.shape
     k = torch.arange(n, device=tokens.device)
     causal = (k[None, :] <= k[:, None])[None] & valid[:, None, :]

@@ -108,6 +108,7 @@ class Pipeline:
             () if drafter is None else drafter.target_hidden_layers,
             widths=(1,) if drafter is None else (1, 2),
             batched=batched,
+            embeds=drafter is not None and drafter.gives_embeddings,
         )
 
     def with_drafter(self, drafter: Drafter) -> Pipeline:

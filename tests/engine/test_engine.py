@@ -99,7 +99,8 @@ def test_block_and_single_steps_agree():
 @pytest.mark.parametrize("one_token", [False, True])
 def test_compiled_static_steps_match_eager_steps(one_token, monkeypatch):
     """A compiled engine's blocks (full-capacity masks, slot indices as a tensor) compute what the
-    eager engine computes, through padding rows, a tree block, rollback, compaction and growth; the
+    eager engine computes, through padding rows, a tree block, given embeddings (BiTA's masks: a graph
+    of their own, checked once), rollback, compaction and growth; the
     prefill, blocks wider than STATIC_WIDTHS and (unless ``one_token``) one-token steps stay eager.
     Its graphs run the user's own weights (inductor's GEMMs), never the eager engine's packed kernels."""
     from specdec.engine.engine import STATIC_WIDTHS
@@ -112,6 +113,8 @@ def test_compiled_static_steps_match_eager_steps(one_token, monkeypatch):
     compiled.compiled = _counting(compiled.compiled, calls)
     tree = torch.tensor([[1, 0, 0], [1, 1, 0], [1, 0, 1]], dtype=torch.bool)
     pad = torch.tensor([[True, True, True], [True, False, False]])
+    given = torch.randn(2, 3, 64, generator=torch.Generator().manual_seed(1))
+    replaced = torch.tensor([[False, True, True], [False, False, True]])
     for engine in (eager, compiled):
         engine.reset(2, 16)
     outs = {id(e): [] for e in (eager, compiled)}
@@ -123,6 +126,9 @@ def test_compiled_static_steps_match_eager_steps(one_token, monkeypatch):
         log.append(engine.extend(x[:, 14:17], tree_mask=tree).logits)
         engine.keep(torch.tensor([[True, False, True], [True, True, False]]))
         engine.rollback(torch.tensor([1, 0]))
+        if not one_token:  # a graph of its own: compiled once, in the cheaper case
+            log.append(engine.extend(x[:, 17:20], embeds=given, embeds_mask=replaced).logits)
+            engine.rollback(3)
         for i in range(17, 40, 4):  # past the first capacity: compaction and growth on the way
             log.append(engine.extend(x[:, i : i + 4]).logits)
             engine.rollback(1)

@@ -382,3 +382,30 @@ def test_a_compiled_pipeline_compiles_what_one_prompt_with_its_drafter_meets():
     assert counters["stats"]["unique_graphs"] == graphs
     # Each step is one whole graph: no break (a break splits it and runs what lies between eagerly).
     assert not counters["graph_break"], dict(counters["graph_break"])
+
+
+def test_a_compiled_bita_pipeline_compiles_its_mask_blocks_up_front_and_stays_lossless():
+    """BiTA's verify blocks carry mask tokens by their embeddings: a compiled CPU engine runs them
+    through a graph of their own, compiled when the pipeline is built, and greedy output stays plain
+    decoding's (fp32: the graphs' logits equal the eager engine's to rounding)."""
+    from torch._dynamo.utils import counters
+
+    target = make_llama(VOCAB, seed=0, layers=2)
+    torch.manual_seed(3)
+    adapter = BiTAAdapter(model_signature(target), 4, 3, "deep")
+    prompt = [3 + (7 * i) % 300 for i in range(20)]
+    plain = Pipeline(target).generate(prompt, method="plain", max_new_tokens=24).token_ids
+    torch._dynamo.reset()
+    counters.clear()
+    pipe = Pipeline(target, drafter=BiTADrafter(adapter, "2"), compile=True)
+    graphs = counters["stats"]["unique_graphs"]
+    runner, embedded = pipe.engine.compiled, []
+
+    def counted(*args, **kwargs):
+        embedded.append("inputs_embeds" in kwargs)
+        return runner(*args, **kwargs)
+
+    pipe.engine.compiled = counted
+    out = pipe.generate(prompt, method=SpeculativeSampling(3), max_new_tokens=24)
+    assert out.token_ids == plain and any(embedded)  # mask blocks ran compiled
+    assert counters["stats"]["unique_graphs"] == graphs, "a graph compiled while generating"

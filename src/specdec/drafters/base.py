@@ -121,6 +121,9 @@ class Drafter(ABC):
     #: drafters that shape their own block (BiTA): the positions after the pending token a full block
     #: of theirs needs, which the γ policy gives way to (0: γ comes from the policy)
     block_positions: int = 0
+    #: whether its blocks carry positions given by their embeddings (:class:`BlockExtra`): a compiled
+    #: target engine compiles a graph for those too
+    gives_embeddings: bool = False
 
     @property
     def context_size(self) -> int | None:

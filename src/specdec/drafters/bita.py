@@ -84,6 +84,7 @@ class BiTADrafter(Drafter):
     """Drafts with the target itself through a :class:`~specdec.models.bita.BiTAAdapter`."""
 
     proposes_trees = True
+    gives_embeddings = True
 
     def __init__(self, adapter: BiTAAdapter, shape: TreeShape | str = "efficient", *, name: str = "bita"):
         self.adapter, self.name = adapter.eval(), name

@@ -56,8 +56,8 @@ class Engine(BatchState, BlockLayout, StaticSteps):
             rounding. On CUDA, every block of up to ``STATIC_WIDTHS`` token ids runs as one padded static
             step replayed from a CUDA graph of the compiled model (:meth:`capture_graphs`), the hidden
             states a drafter asks for included: plain decoding 10-15× HF ``generate`` on an H100
-            (``benchmarks/ENGINE_SPEED_GPU.md``). Prefills and blocks with given layer inputs or
-            embeddings stay eager. Off by default.
+            (``benchmarks/ENGINE_SPEED_GPU.md``). Prefills and blocks with given layer inputs stay
+            eager; blocks with given embeddings (BiTA's masks) compile or replay too. Off by default.
         warm_up: with ``compile``, compile the one-row steps without hidden states now, so that no
             generation pays a compile midway; ``False`` leaves them to first use, for a caller that
             warms the shapes its batches meet itself (:meth:`warm_up_serving`): each graph compiled and
@@ -165,14 +165,15 @@ class Engine(BatchState, BlockLayout, StaticSteps):
             raise InvalidArgumentError(f"block has {batch} rows but the engine holds {self.batch_size}")
         token_mask, block = self._block_mask(batch, width, token_mask, tree_mask)
         positions = self._positions(block, positions)
-        # Token ids through the model's own stack: a compiled static step, a graph's replay (hidden states
-        # included, as a drafter reading them asks at every verify) or the lean path can run it. A graph and
-        # the lean path take given embeddings too (BiTA's mask tokens): where the lean probe found the lean
-        # path equal to the model's forward over token ids, that forward does nothing between the embedding
-        # table and the layers. Given layer inputs (Tandem's primary states) arrive through the layers' own
-        # forward pre-hooks, which the lean path's layer calls run as the model's forward does.
-        own_stack = model is None and not layer_inputs and embeds is None
-        padded, static = self._step_kind(width, model is None and not layer_inputs, own_stack)
+        # The model's own stack: a compiled static step, a graph's replay (hidden states included, as a
+        # drafter reading them asks at every verify) or the lean path can run it, over token ids or given
+        # embeddings (BiTA's mask tokens; a compiled step traces a graph of its own for them): where the
+        # lean probe found the lean path equal to the model's forward over token ids, that forward does
+        # nothing between the embedding table and the layers. Given layer inputs (Tandem's primary states)
+        # arrive through the layers' own forward pre-hooks, which the lean path's layer calls run as the
+        # model's forward does; a compiled step would not run them.
+        own_stack = model is None and not layer_inputs
+        padded, static = self._step_kind(width, own_stack)
         lean = model is None and not static and (self.lean_hidden if hidden_layers else self.lean)
         run_width = self.graphs.width if padded else width
         self._make_room(run_width)
@@ -211,13 +212,12 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         self.slots.write(token_mask, positions)
         return output
 
-    def _step_kind(self, width: int, graphable: bool, own_stack: bool) -> tuple[bool, bool]:
-        """(padded, static): whether the block replays a padded graph step (``graphable``: the model's
-        own stack, given embeddings allowed), and whether it runs as a static-shape step at all (graphed,
-        or compiled for verify widths of token ids through ``own_stack``); only once a first eager
-        forward has allocated the cache's buffers."""
+    def _step_kind(self, width: int, own_stack: bool) -> tuple[bool, bool]:
+        """(padded, static): whether the block replays a padded graph step, and whether it runs as a
+        static-shape step at all (graphed, or compiled for verify widths), both only for the model's
+        ``own_stack`` and once a first eager forward has allocated the cache's buffers."""
         allocated = self.cache.layers[0].is_initialized
-        padded = self.graphs is not None and graphable and allocated and width <= self.graphs.width
+        padded = self.graphs is not None and own_stack and allocated and width <= self.graphs.width
         compiled = self.compiled is not None and own_stack and allocated
         return padded, padded or (compiled and self._smallest_static <= width <= STATIC_WIDTHS)
 

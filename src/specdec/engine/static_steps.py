@@ -159,9 +159,11 @@ class StaticSteps:
 
     def _model_sizes(self) -> set[int]:
         """Sizes a step's inputs have anyway (1 and 2: a one-token step and the first block; the heads, the
-        head dimension, a graph's width), which a scratch batch's sizes must avoid: dynamo's duck sizing
-        gives equal sizes one symbol, and a later size that breaks the tie compiles again."""
-        return {1, 2, *self._head_sizes(), self.graphs.width if self.graphs else 1}
+        head dimension, the hidden size of given embeddings, a graph's width), which a scratch batch's
+        sizes must avoid: dynamo's duck sizing gives equal sizes one symbol, and a later size that breaks
+        the tie compiles again."""
+        graph_width = self.graphs.width if self.graphs else 1
+        return {1, 2, *self._head_sizes(), self.config.hidden_size, graph_width}
 
     def _head_sizes(self) -> set[int]:
         """The key/value heads, query heads and head dimension: sizes of the cache's buffers and of every
@@ -173,14 +175,20 @@ class StaticSteps:
 
     @torch.inference_mode()
     def warm_up_serving(
-        self, hidden_layers: Sequence[int] = (), widths: Sequence[int] = (1, 2), batched: bool = True
+        self,
+        hidden_layers: Sequence[int] = (),
+        widths: Sequence[int] = (1, 2),
+        batched: bool = True,
+        embeds: bool = False,
     ) -> None:
         """Compile now the steps a batch meets, with ``hidden_layers`` (its drafter's): one row and, where
         ``batched`` (a server), rows joining it (the cache then keeps spare rows) and one row left in that
         wider cache, each with a block of each of ``widths`` tokens (a one-token step; 2: a verify block)
-        — shapes dynamo compiles apart. A server that skips this compiles them under its first requests
-        (~2 minutes each on a 2-core CPU); each one it compiles and never meets (plain decoding has no verify
-        blocks, one prompt no joining rows) costs as much at start-up. Nothing to do on an eager engine.
+        — shapes dynamo compiles apart; ``embeds``: verify blocks with given embeddings too (BiTA's
+        masks), another graph on a CPU (a GPU's graphs take them as they are). A server that skips this
+        compiles them under its first requests (~2 minutes each on a 2-core CPU); each one it compiles
+        and never meets (plain decoding has no verify blocks, one prompt no joining rows) costs as much at
+        start-up. Nothing to do on an eager engine.
 
         The scratch batch's sizes (capacity, rows) differ from every other size the step's inputs have:
         dynamo's duck sizing gives equal sizes one symbol, so a first capacity equal to, say, the head
@@ -194,12 +202,12 @@ class StaticSteps:
         capacity = self._untied_capacity(len(prompt) + 24, taken | {rows, graph_rows(rows)})
         try:
             self.start([prompt], extra_slots=capacity - len(prompt), hidden_layers=hidden)
-            self._blocks(widths, hidden)
+            self._blocks(widths, hidden, embeds)
             if batched:
                 self.admit([prompt] * (rows - 1), hidden_layers=hidden)
-                self._blocks(widths, hidden)
+                self._blocks(widths, hidden, embeds)
                 self.release(range(1, rows))
-                self._blocks(widths, hidden)
+                self._blocks(widths, hidden, embeds)
         except RuntimeError as err:  # dynamo / inductor failures are RuntimeErrors
             self.compiled = None
             raise InvalidArgumentError(
@@ -210,7 +218,7 @@ class StaticSteps:
             self.cache = None
             self._drop_graphs()
 
-    def _blocks(self, widths: Sequence[int], hidden_layers: tuple[int, ...]) -> None:
+    def _blocks(self, widths: Sequence[int], hidden_layers: tuple[int, ...], embeds: bool = False) -> None:
         """A block of each of ``widths`` tokens over the running batch. A verify width equal to a head size
         goes one wider: tied to it by duck sizing, the block's width would be fixed with the head size
         (the cache's index copy fixes it; a model with two key/value heads compiled its verify graph for
@@ -221,6 +229,9 @@ class StaticSteps:
                 width += 1
             tokens = torch.zeros(self.batch_size, width, dtype=torch.long, device=self.device)
             self.extend(tokens, hidden_layers=hidden_layers)
+            if embeds and width > 1 and self.graphs is None:
+                given = torch.zeros(self.batch_size, width, self.config.hidden_size, dtype=self.dtype)
+                self.extend(tokens, hidden_layers=hidden_layers, embeds=given)
 
     def _static_layout(self, past, block, positions, first: int, run_width: int) -> tuple:
         """Inputs fixed in shape for (rows, run width, capacity): the mask ``[B, 1, run width, capacity]``

@@ -219,7 +219,8 @@ class StaticSteps:
             self._drop_graphs()
 
     def _blocks(self, widths: Sequence[int], hidden_layers: tuple[int, ...], embeds: bool = False) -> None:
-        """A block of each of ``widths`` tokens over the running batch. A verify width equal to a head size
+        """A block of each of ``widths`` tokens over the running batch (``embeds``: verify blocks again with
+        given embeddings, where a compiled CPU step traces them apart). A verify width equal to a head size
         goes one wider: tied to it by duck sizing, the block's width would be fixed with the head size
         (the cache's index copy fixes it; a model with two key/value heads compiled its verify graph for
         blocks of exactly 2 tokens and compiled again at the first block of 4)."""

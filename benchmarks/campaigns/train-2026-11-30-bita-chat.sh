@@ -9,7 +9,10 @@
 #   STEPS=N SECONDS_LIMIT=S nohup benchmarks/campaigns/train-2026-11-30-bita-chat.sh > /work/runs/bita-chat.log &
 set -uo pipefail
 source /work/main/.venv/bin/activate
-export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1
+# jemalloc at its default decay: under dirty_decay_ms:-1 the two-pass step (fiftieth session) grew ~90 MB a step and
+# the run was OOM-killed at 24 GB after 95 steps (results/sar_memory_probe_2026-11-30.log)
+export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+unset MALLOC_CONF
 export HF_HUB_OFFLINE=1
 M=/work/main OUT=${OUT:-/work/runs/bita-chat} H=/work/runs/heldout-9900000.jsonl
 cd $M

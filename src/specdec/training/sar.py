@@ -104,8 +104,9 @@ def sar_logits(model: PreTrainedModel, adapter: BiTAAdapter, batch: dict) -> tor
 def sequence_states(model: PreTrainedModel, tokens: torch.Tensor, valid: torch.Tensor) -> DynamicCache:
     """The frozen model's keys and values of the right-padded sequences, causal. No trained weight
     reaches them (ordinary tokens never see the prompt or a mask), so they run once without autograd
-    and the backward pass covers only the mask tokens (a step 0.69x the time of one joint pass over
-    sequence and masks, `benchmarks/results/sar_step_probe_2026-11-30.log`)."""
+    and the backward pass covers only the mask tokens: on a 2-core CPU ~1.5 GB a step against ~5.2 GB
+    for one joint pass over sequence and masks, and about its time (3.98 against 4.49 s in a probe,
+    ~5 s in campaign runs of either; `benchmarks/results/sar_memory_probe_2026-11-30.log`)."""
     size, n = tokens.shape
     k = torch.arange(n, device=tokens.device)
     causal = (k[None, :] <= k[:, None])[None] & valid[:, None, :]

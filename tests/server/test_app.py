@@ -303,6 +303,6 @@ def test_compile_builds_the_fast_engine_and_warms_it_up(monkeypatch):
     assert built == [True, False, True]
     # batches with the hidden states its drafter reads, its verify blocks too; plain decoding has none
     assert [call for call in warmed if call[1]["batched"]] == [  # the pipelines warm one row themselves
-        (((1, 2),), {"widths": (1, 2), "batched": True}),
-        (((),), {"widths": (1,), "batched": True}),
+        (((1, 2),), {"widths": (1, 2), "batched": True, "embeds": False}),
+        (((),), {"widths": (1,), "batched": True, "embeds": False}),
     ]

@@ -54,13 +54,14 @@ def _stats_table(results: dict[str, GenerationResult]) -> Table:
     base = results.get("plain")
     for name, res in results.items():
         s = res.stats
-        speedup = s.tokens_per_second / base.stats.tokens_per_second if base else float("nan")
+        # without --compare there is no plain run to divide by
+        speedup = f"{s.tokens_per_second / base.stats.tokens_per_second:.2f}x" if base else "-"
         alpha = f"{s.acceptance_rate:.2f}" if s.proposed_tokens else "-"
         table.add_row(
             name,
             str(s.new_tokens),
             f"{s.tokens_per_second:.1f}",
-            f"{speedup:.2f}x",
+            speedup,
             alpha,
             f"{s.tokens_per_target_call:.2f}",
             str(s.target_calls),

@@ -5,9 +5,9 @@ Selection is by what decoding gets: on held-out answers, the tokens a straightfo
 efficient tree (top 5/4/3, only top-1 nodes have children) and the tree decoding will run
 (``select_widths``: the efficient one unless told, e.g. ``(2,)`` where a CPU runs the top 2 of the
 first mask) would accept per step from each group; ``best/`` is the checkpoint with the most for the
-last. Batches and dropout depend only
-on (seed, step), so ``resume`` continues exactly where a run stopped — also one stopped by its time
-limit, which ends a budgeted session (a lent GPU, a CI slot) on a checkpoint instead of a kill.
+last. Batches and dropout depend only on (seed, step), so ``resume`` continues exactly where a run
+stopped — also one stopped by its time limit, which ends a budgeted session (a lent GPU, a CI slot)
+on a checkpoint instead of a kill.
 Under ``accelerate launch`` each process trains on its rows of that batch (see distributed.py).
 """
 

@@ -13,18 +13,7 @@ from specdec.models.bita import BiTAAdapter, model_signature
 from specdec.pipeline import Pipeline
 from specdec.training import generate_answers
 from specdec.training.bita import BiTATrainConfig, selected_score, train_bita
-from tiny import make_gpt2, make_llama, make_tokenizer, random_answers_file
-
-VOCAB = 320
-MODELS = {
-    "llama": lambda: make_llama(VOCAB, seed=0, layers=2),
-    "gpt2": lambda: make_gpt2(VOCAB, seed=0, layers=2),
-}
-
-
-@pytest.fixture(scope="module", params=list(MODELS))
-def model(request):
-    return MODELS[request.param]()
+from tiny import make_llama, make_tokenizer, random_answers_file
 
 
 @pytest.fixture(scope="module")
@@ -118,17 +107,17 @@ def test_best_is_the_checkpoint_that_accepts_most_with_the_tree_decoding_runs(tm
         config(tmp_path, select_widths=(0,))
 
 
-def test_adapter_files_round_trip_and_refuse_the_wrong_model(tmp_path, model):
+def test_adapter_files_round_trip_and_refuse_the_wrong_model(tmp_path, bita_target):
     torch.manual_seed(3)
-    adapter = BiTAAdapter(model_signature(model), 4, 3, "deep", model_name="tiny")
+    adapter = BiTAAdapter(model_signature(bita_target), 4, 3, "deep", model_name="tiny")
     adapter.save_pretrained(tmp_path / "a")
     loaded = BiTAAdapter.from_pretrained(tmp_path / "a")
     assert torch.equal(loaded.prompts, adapter.prompts) and torch.equal(loaded.masks, adapter.masks)
-    loaded.check_model(model, "tiny")
+    loaded.check_model(bita_target, "tiny")
     with pytest.raises(VocabularyMismatchError, match="belongs to"):
-        loaded.check_model(make_llama(VOCAB, layers=3))
+        loaded.check_model(make_llama(bita_target.config.vocab_size, layers=3))
     with pytest.raises(VocabularyMismatchError, match="'tiny'"):
-        loaded.check_model(model, "other")
+        loaded.check_model(bita_target, "other")
     with pytest.raises(ModelNotFoundError, match="not a BiTA adapter"):
         BiTAAdapter.from_pretrained(tmp_path)
 
@@ -137,9 +126,9 @@ def test_adapter_files_round_trip_and_refuse_the_wrong_model(tmp_path, model):
     ("args", "match"),
     [((0, 3, "deep"), "P must"), ((4, 0, "deep"), "M"), ((4, 3, "none"), "P must"), ((4, 3, "wide"), "kind")],
 )
-def test_adapter_arguments_are_checked(model, args, match):
+def test_adapter_arguments_are_checked(bita_target, args, match):
     with pytest.raises(InvalidArgumentError, match=match):
-        BiTAAdapter(model_signature(model), *args)
+        BiTAAdapter(model_signature(bita_target), *args)
 
 
 def test_the_cli_trains_an_adapter_and_decodes_with_it(tmp_path, tiny_model_dir, capsys):

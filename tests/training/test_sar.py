@@ -9,38 +9,27 @@ from specdec.engine import Engine
 from specdec.models.bita import BiTAAdapter, model_signature
 from specdec.training.answers import TargetAnswer
 from specdec.training.sar import IGNORE, accepted_per_step, sar_batch, sar_logits, sar_loss, sequence_states
-from tiny import make_gpt2, make_llama
-
-VOCAB = 320
-MODELS = {
-    "llama": lambda: make_llama(VOCAB, seed=0, layers=2),
-    "gpt2": lambda: make_gpt2(VOCAB, seed=0, layers=2),
-}
-
-
-@pytest.fixture(scope="module", params=list(MODELS))
-def model(request):
-    return MODELS[request.param]()
 
 
 @pytest.mark.parametrize("kind", ["deep", "shallow", "none"])
-def test_the_training_pass_computes_what_decoding_computes(model, kind):
+def test_the_training_pass_computes_what_decoding_computes(bita_target, kind):
     """Mask logits of two packed groups (cuts 5 and 2) in one training pass equal those of the same
     groups run by the engine after the sequence, with the prompt states in reserved slots."""
     torch.manual_seed(1)
-    adapter = BiTAAdapter(model_signature(model), 0 if kind == "none" else 4, 3, kind).eval()
-    tokens = torch.randint(3, VOCAB, (1, 10), generator=torch.Generator().manual_seed(2))
+    adapter = BiTAAdapter(model_signature(bita_target), 0 if kind == "none" else 4, 3, kind).eval()
+    vocab = bita_target.config.vocab_size
+    tokens = torch.randint(3, vocab, (1, 10), generator=torch.Generator().manual_seed(2))
     batch = {"tokens": tokens, "valid": torch.ones(1, 10, dtype=torch.bool), "cuts": torch.tensor([[5, 2]])}
     with torch.no_grad():
-        trained = sar_logits(model, adapter, batch)[0]
+        trained = sar_logits(bita_target, adapter, batch)[0]
     for g, cut in enumerate((5, 2)):
-        engine = Engine(model, pack_weights=False)
+        engine = Engine(bita_target, pack_weights=False)
         engine.reset(1, 32, reserved=adapter.num_prompts)
         with torch.no_grad():
             if adapter.num_prompts:
-                engine.write_reserved(adapter.prefix(model))
+                engine.write_reserved(adapter.prefix(bita_target))
             engine.extend(tokens[:, : cut + 1])
-            masks = adapter.mask_embeddings(1, model.dtype)[None]
+            masks = adapter.mask_embeddings(1, bita_target.dtype)[None]
             out = engine.extend(
                 torch.zeros(1, 3, dtype=torch.long),
                 embeds=masks,
@@ -71,16 +60,18 @@ def test_accepted_per_step_walks_the_efficient_tree():
 
 
 @pytest.mark.parametrize("kind", ["deep", "shallow"])
-def test_the_loss_reaches_the_prompts_and_the_masks(model, kind):
+def test_the_loss_reaches_the_prompts_and_the_masks(bita_target, kind):
     """The sequence runs without autograd (no trained weight reaches it); the prompt states and the mask
     embeddings, which the masks' pass reads, still get their gradients."""
     torch.manual_seed(1)
-    adapter = BiTAAdapter(model_signature(model), 4, 3, kind)
-    answer_ids = torch.randint(3, VOCAB, (12,), generator=torch.Generator().manual_seed(4)).tolist()
+    adapter = BiTAAdapter(model_signature(bita_target), 4, 3, kind)
+    vocab = bita_target.config.vocab_size
+    answer_ids = torch.randint(3, vocab, (12,), generator=torch.Generator().manual_seed(4)).tolist()
     answers = [TargetAnswer(prompt_ids=[1, 2], answer_ids=answer_ids)] * 2
     batch = sar_batch(answers, 4, 3, 64, torch.Generator().manual_seed(0))
-    sar_loss(sar_logits(model, adapter, batch), batch["labels"]).backward()
+    sar_loss(sar_logits(bita_target, adapter, batch), batch["labels"]).backward()
     assert adapter.prompts.grad is not None and adapter.prompts.grad.abs().sum() > 0
     assert adapter.masks.grad is not None and adapter.masks.grad.abs().sum() > 0
-    cache = sequence_states(model, batch["tokens"], batch["valid"])  # the model's weights require grad here
+    # the target's weights require grad here, the cached sequence still none
+    cache = sequence_states(bita_target, batch["tokens"], batch["valid"])
     assert not any(layer.keys.requires_grad or layer.values.requires_grad for layer in cache.layers)

@@ -96,7 +96,7 @@ def test_block_and_single_steps_agree():
     torch.testing.assert_close(blocked, stepped, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("one_token", [False, True])
+@pytest.mark.parametrize("one_token", [False, pytest.param(True, marks=pytest.mark.shipped_compile)])
 def test_compiled_static_steps_match_eager_steps(one_token, monkeypatch):
     """A compiled engine's blocks (full-capacity masks, slot indices as a tensor) compute what the
     eager engine computes, through padding rows, a tree block, given embeddings (BiTA's masks: a graph

@@ -149,6 +149,10 @@ def test_the_cli_trains_an_adapter_and_decodes_with_it(tmp_path, tiny_model_dir,
     assert main([*train.split(), "--answers", str(tmp_path / "missing.jsonl")]) == 2
     for shape in ("full-2", "2/1/1/1", "wide"):  # not a walk of top-1 nodes, deeper than 3 masks, no shape
         assert main([*train.split(), "--output", str(tmp_path / "x"), "--select-shape", shape]) == 2
+    capsys.readouterr()
+    unloadable = train.replace(str(tiny_model_dir), str(tmp_path / "no-such-model"))
+    assert main([*unloadable.split(), "--select-shape", "2/1/1/1"]) == 2  # refused before the target loads
+    assert "a tree 4 deep needs as many mask tokens; the adapter has 3" in capsys.readouterr().err
     assert (
         main([*train.split(), *options.split(), "--output", str(tmp_path / "s"), "--select-shape", "2"]) == 0
     )

@@ -93,12 +93,16 @@ def run_train_bita(args: argparse.Namespace) -> Path:
         bf16=args.bf16 == "on" or (args.bf16 == "auto" and bf16_pays()),
         extra={"target": args.target, "answers": list(args.answers), "machine": machine_info()},
     )
+    start = None if args.init_from is None else BiTAAdapter.from_pretrained(bita_folder(args.init_from))
+    masks = args.masks if start is None else start.num_masks
+    # checked before the answers and the target load: a wrong shape fails in a second, not minutes in
+    config.select_widths = selection_widths(args.select_shape, masks)
     answers = [a for path in args.answers for a in read_answers(Path(path))]
     order = random.Random(args.shuffle_seed).sample(range(len(answers)), len(answers))
     answers = [answers[i] for i in order]
     target = load_model(args.target, cache_dir=args.cache_dir)
-    if args.init_from is not None:
-        adapter = BiTAAdapter.from_pretrained(bita_folder(args.init_from))
+    if start is not None:
+        adapter = start
         adapter.check_model(target.model, args.target)
         config.extra["init_from"] = args.init_from
     else:
@@ -107,7 +111,6 @@ def run_train_bita(args: argparse.Namespace) -> Path:
         adapter = BiTAAdapter(
             model_signature(target.model), prompts, args.masks, args.kind, model_name=args.target
         )
-    config.select_widths = selection_widths(args.select_shape, adapter.num_masks)
     config.extra["adapter"] = {
         "kind": adapter.kind,
         "num_prompts": adapter.num_prompts,
@@ -126,6 +129,5 @@ def selection_widths(spec: str, num_masks: int) -> tuple[int, ...]:
     shape = TreeShape.parse(spec, num_masks)
     if shape.full:
         raise InvalidArgumentError(f"--select-shape {spec}: a full tree is not a walk of top-1 nodes")
-    if len(shape.widths) > num_masks:
-        raise InvalidArgumentError(f"--select-shape {spec} is deeper than the adapter's {num_masks} masks")
+    shape.check_depth(num_masks)
     return shape.widths

@@ -57,6 +57,13 @@ class TreeShape:
             f"tree shape must be straight, efficient, full-K or widths like 5,4,3 or 5/4/3; got {spec!r}"
         )
 
+    def check_depth(self, num_masks: int) -> None:
+        """Mask d drafts depth d, so a tree d deep needs an adapter with at least d mask tokens."""
+        if len(self.widths) > num_masks:
+            raise InvalidArgumentError(
+                f"a tree {len(self.widths)} deep needs as many mask tokens; the adapter has {num_masks}"
+            )
+
     def block_width(self) -> int:
         """Positions of a full step's block: the pending token, N nodes and a mask group (one mask per
         depth) after each of them, 1 + N + (N + 1)·depth."""
@@ -89,11 +96,7 @@ class BiTADrafter(Drafter):
     def __init__(self, adapter: BiTAAdapter, shape: TreeShape | str = "efficient", *, name: str = "bita"):
         self.adapter, self.name = adapter.eval(), name
         self.shape = TreeShape.parse(shape, adapter.num_masks) if isinstance(shape, str) else shape
-        if len(self.shape.widths) > adapter.num_masks:
-            raise InvalidArgumentError(
-                f"a tree {len(self.shape.widths)} deep needs as many mask tokens; "
-                f"the adapter has {adapter.num_masks}"
-            )
+        self.shape.check_depth(adapter.num_masks)
         self.reserved_slots = adapter.num_prompts if adapter.kind != "none" else 0
         # Mask d drafts depth d, and masks see only earlier ones: a tree d deep needs d masks a group,
         # and the adapter's later masks would only widen every block.

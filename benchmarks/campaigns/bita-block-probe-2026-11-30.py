@@ -8,27 +8,17 @@ compiled 4-token block with 2 given embeddings costs 1.03 alone (embeds-block-pr
     python benchmarks/campaigns/bita-block-probe-2026-11-30.py [N] [SHAPE]
 """
 
-import statistics
 import sys
-import time
 
 import torch
 
+from specdec.benchmarks.step_timing import interleaved_medians
 from specdec.decoders.blocks import verify_block
 from specdec.drafters.bita import BiTADrafter
 from specdec.engine import Engine
 from specdec.models import load_model
 from specdec.models.bita import BiTAAdapter
 from specdec.models.packaged import packaged_bitas
-
-
-def timed(engine: Engine, tokens: torch.Tensor, **options) -> float:
-    """One block's milliseconds; the cache is rolled back after it."""
-    start = time.perf_counter()
-    engine.extend(tokens, **options)
-    spent = (time.perf_counter() - start) * 1e3
-    engine.rollback(tokens.shape[1])
-    return spent
 
 
 def bita_block(drafter: BiTADrafter, engine: Engine) -> tuple[torch.Tensor, dict]:
@@ -66,16 +56,10 @@ def main(rounds: int, shape: str) -> None:
             engine.write_reserved(adapter.prefix(model))
             engine.prefill([prompt[0].tolist()])
             cases = kinds(*bita_block(drafter, engine))
-            for tokens, options in cases.values():  # compiles any graph not built yet
-                timed(engine, tokens, **options)
-            times = {name: [] for name in cases}
-            for _ in range(rounds):
-                for name, (tokens, options) in cases.items():
-                    times[name].append(timed(engine, tokens, **options))
-        base = statistics.median(times["one token"])
-        for name, spent in times.items():
-            median = statistics.median(spent)
-            print(f"{label:8s} {name:26s} {median:6.2f} ms  {median / base:.2f} steps", flush=True)
+        medians = interleaved_medians(engine, cases, rounds)
+        for name, median in medians.items():
+            ms, steps = median * 1e3, median / medians["one token"]
+            print(f"{label:8s} {name:26s} {ms:6.2f} ms  {steps:.2f} steps", flush=True)
     print(f"shape {shape}, torch {torch.__version__}, threads {torch.get_num_threads()}")
 
 

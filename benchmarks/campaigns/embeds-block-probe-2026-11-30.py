@@ -6,23 +6,13 @@ issue 20: compiled BiTA blocks of 4 cost 1.23 steps on the bench where token-id 
     python benchmarks/campaigns/embeds-block-probe-2026-11-30.py [N]
 """
 
-import statistics
 import sys
-import time
 
 import torch
 
+from specdec.benchmarks.step_timing import interleaved_medians
 from specdec.engine import Engine
 from specdec.models import load_model
-
-
-def timed(engine: Engine, tokens: torch.Tensor, **options) -> float:
-    """One block's milliseconds; the cache is rolled back after it."""
-    start = time.perf_counter()
-    engine.extend(tokens, **options)
-    spent = (time.perf_counter() - start) * 1e3
-    engine.rollback(tokens.shape[1])
-    return spent
 
 
 def main(rounds: int) -> None:
@@ -41,16 +31,10 @@ def main(rounds: int) -> None:
         engine.reset(1, 512)
         with torch.inference_mode():
             engine.prefill([prompt[0].tolist()])
-            for tokens, options in kinds.values():  # compiles any graph not built yet
-                timed(engine, tokens, **options)
-            times = {name: [] for name in kinds}
-            for _ in range(rounds):
-                for name, (tokens, options) in kinds.items():
-                    times[name].append(timed(engine, tokens, **options))
-        base = statistics.median(times["one token"])
-        for name, spent in times.items():
-            median = statistics.median(spent)
-            print(f"{label:8s} {name:26s} {median:6.2f} ms  {median / base:.2f} steps", flush=True)
+        medians = interleaved_medians(engine, kinds, rounds)
+        for name, median in medians.items():
+            ms, steps = median * 1e3, median / medians["one token"]
+            print(f"{label:8s} {name:26s} {ms:6.2f} ms  {steps:.2f} steps", flush=True)
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}")
 
 

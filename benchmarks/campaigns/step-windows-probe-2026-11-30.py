@@ -11,23 +11,17 @@ RECOMPILES > 1 compiles the engine that many times in the process (dynamo reset 
 import os
 import statistics
 import sys
-import time
 
 import torch
 
+from specdec.benchmarks.step_timing import timed_steps
 from specdec.engine import Engine
 from specdec.models import load_model
 
 
 def step_ms(engine: Engine, token: torch.Tensor, rounds: int) -> float:
     """The median milliseconds of ``rounds`` one-token steps, each rolled back."""
-    spent = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        engine.extend(token)
-        spent.append((time.perf_counter() - start) * 1e3)
-        engine.rollback(1)
-    return statistics.median(spent)
+    return statistics.median(timed_steps(engine, token, rounds)) * 1e3
 
 
 def main(windows: int, kind: str, capacity: int, builds: int) -> None:

@@ -39,6 +39,7 @@ DRAFTERS = [
     "lookup+int8:tree-2:eagle3:smollm2-135m-eagle3",
     "bita:smollm2-135m-bita",
     "bita[full-2]:smollm2-135m-bita",
+    "lookup+bita:smollm2-135m-bita",
     "tree-3:smollm2-135m-draft",
 ]
 

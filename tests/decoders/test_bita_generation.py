@@ -3,15 +3,20 @@ output and seeded sampled output equals plain sampled output (coupled walk); the
 trees runs too. Untrained adapters on tiny models: what is checked is the machinery (mask groups,
 reserved prompt slots, keeping a path), which must be exact whatever the adapter guesses."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 from decoding_cases import PROMPTS
 
-from specdec.decoders import BiLD, SpeculativeSampling
+from specdec.decoders import BiLD, Request, SpeculativeSampling, StopCriteria
 from specdec.drafters.bita import BiTADrafter, TreeShape
+from specdec.drafters.combined import LookupThenBiTADrafter
+from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
 from specdec.models.bita import BiTAAdapter, model_signature
 from specdec.pipeline import Pipeline
+from specdec.sampling import SamplingConfig, row_keys
 from tiny import make_gpt2, make_llama, make_tokenizer
 
 SHAPES = ["straight", "efficient", "full-2", "3,2"]
@@ -148,3 +153,82 @@ def test_bild_refuses_tree_drafts_and_shapes_are_checked(target, tok):
         BiTADrafter(adapter_for(target, "deep", masks=2), "5,4,3")
     assert TreeShape.parse("efficient", 3).nodes(3)[0] == (-1,) * 5 + (0,) * 4 + (5,) * 3
     assert len(TreeShape.parse("full-2", 3).nodes(3)[0]) == 2 + 4 + 8
+
+
+# -- lookup+bita: prompt lookup's chain carries the adapter's mask groups --------------------------------
+# Repeated phrases give lookup matches in every row (a lookup step needs one in each).
+LOOKUP_PROMPTS = [
+    "the quick brown fox jumps over the lazy dog. the quick brown fox jumps over the lazy dog. the quick",
+    "def add(a, b): return a + b\ndef add(a, b): return a",
+]
+
+
+@pytest.mark.parametrize("shape", ["2", "straight", "efficient"])
+@pytest.mark.parametrize("kind", ["deep", "none"])
+def test_lookup_then_bita_emits_plain_decodings_text(target, tok, kind, shape):
+    drafter = LookupThenBiTADrafter(BiTADrafter(adapter_for(target, kind), shape), min_ngram=1)
+    pipe, baseline = Pipeline(target, tok, drafter=drafter), Pipeline(target, tok)
+    for sampling in ({}, SAMPLING):
+        out = pipe.generate(LOOKUP_PROMPTS, method=SpeculativeSampling(6), max_new_tokens=32, **sampling)
+        plain = baseline.generate(LOOKUP_PROMPTS, method="plain", max_new_tokens=32, **sampling)
+        assert out.token_ids == plain.token_ids
+        assert out.stats.target_calls <= plain.stats.target_calls
+    assert drafter.lookup_steps > 0 and drafter.model_steps > 0  # both sources drafted
+
+
+class AfterLookup(LookupThenBiTADrafter):
+    """Records, after every lookup step, the text up to the last kept token and the mask outputs the
+    next step drafts from; ``anchor_pending``: a negative control that takes the mask group after the
+    pending token whatever was kept."""
+
+    anchor_pending = False
+
+    def begin(self, prompts, prefill):
+        super().begin(prompts, prefill)
+        self.records = []
+
+    def propose(self, gamma, sampling, draws, *, min_confidence=0.0):
+        before = self.lookup_steps
+        draft = super().propose(gamma, sampling, draws, min_confidence=min_confidence)
+        self.was_lookup = self.lookup_steps > before
+        return draft
+
+    def update(self, feedback):
+        if self.was_lookup and self.anchor_pending:
+            feedback = replace(feedback, path=None)  # a chain's kept nodes, but BiTA's anchor at 0
+        super().update(feedback)
+        if self.was_lookup:
+            kept = int(feedback.num_accepted[0])
+            self.records.append((list(self.history[0].tokens[:-1]), kept, self.bita.mask_logits[0].clone()))
+
+
+def first_mask_outputs(target, adapter, shape: str, context: list[int]) -> torch.Tensor:
+    """A fresh BiTA drafter's mask outputs after its first pass over ``context`` (the group after the
+    last token: the reference for what a step that kept tokens up to there should draft from)."""
+    drafter, engine = BiTADrafter(adapter, shape), Engine(target)
+    drafter.attach(engine)
+    request = Request([context], SamplingConfig(), StopCriteria(8), row_keys([0], 1))
+    SpeculativeSampling(6).loop(engine, drafter, request).step()
+    return drafter.mask_logits[0]
+
+
+@pytest.mark.parametrize("anchor_pending", [False, True])
+def test_after_a_lookup_step_the_next_tree_comes_from_the_last_kept_token(tok, anchor_pending):
+    """Whatever a lookup step kept, the next step's candidates are the mask outputs a fresh pass over the
+    text up to the last kept token gives; the negative control (the group after the pending token)
+    must differ once a step kept some lookup tokens. (The tiny Llama repeats itself, so lookup steps keep
+    0 to 4 tokens; the tiny GPT-2 does not.)"""
+    target = make_llama(len(tok), seed=0, layers=4)
+    adapter = adapter_for(target, "deep")
+    drafter = AfterLookup(BiTADrafter(adapter, "straight"), min_ngram=1)
+    drafter.anchor_pending = anchor_pending
+    Pipeline(target, tok, drafter=drafter).generate(LOOKUP_PROMPTS[:1], method="sps", max_new_tokens=40)
+    assert any(kept for _, kept, _ in drafter.records), "no lookup step kept a token"
+    agree = [
+        torch.allclose(outputs, first_mask_outputs(target, adapter, "straight", context), atol=1e-4)
+        for context, kept, outputs in drafter.records
+    ]
+    if anchor_pending:
+        assert not all(agree)
+    else:
+        assert all(agree)

@@ -6,11 +6,19 @@ import pytest
 import torch
 
 from specdec.decoders import FixedGamma, PlainDecoding, Request, SpeculativeSampling, StopCriteria
-from specdec.drafters import LookupThenModelDrafter, ModelDrafter, make_drafter
+from specdec.drafters import (
+    LookupThenBiTADrafter,
+    LookupThenModelDrafter,
+    ModelDrafter,
+    TreeShape,
+    make_drafter,
+)
 from specdec.drafters.base import Feedback
+from specdec.drafters.combined import BITA_LOOKUP_TOKENS
 from specdec.drafters.eagle3 import Eagle3Drafter
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
+from specdec.models.bita import BiTAAdapter, model_signature
 from specdec.models.eagle3_layout import save_head
 from specdec.pipeline import Pipeline
 from specdec.sampling import SamplingConfig, row_keys
@@ -97,10 +105,41 @@ def test_lookup_plus_spelling_and_refusals(setup, tiny_model_dir):
     tok, target = setup
     drafter = make_drafter(f"lookup+{tiny_model_dir}", target, tok)
     assert isinstance(drafter, LookupThenModelDrafter) and isinstance(drafter.model, ModelDrafter)
+    assert drafter.max_lookup is None
     tree = make_drafter(f"lookup+tree-2:{tiny_model_dir}", target, tok)
     assert tree.proposes_trees and tree.model.tree_width == 2
+    assert make_drafter(f"lookup-3+{tiny_model_dir}", target, tok).max_lookup == 3
     with pytest.raises(InvalidArgumentError, match="min_ngram"):
         LookupThenModelDrafter(drafter.model, min_ngram=0)
+    with pytest.raises(InvalidArgumentError, match="max_lookup"):
+        make_drafter(f"lookup-0+{tiny_model_dir}", target, tok)
+    with pytest.raises(InvalidArgumentError, match="BiTA adapter"):
+        LookupThenModelDrafter(drafter)  # lookup behind lookup
+    with pytest.raises(InvalidArgumentError, match="needs a BiTA drafter"):
+        LookupThenBiTADrafter(drafter.model)
+
+
+def test_lookup_drafts_at_most_max_lookup_tokens(setup):
+    tok, target = setup
+    spy = SourceSpy(ModelDrafter(perturbed_copy(target, 0.05), tok), min_ngram=1, max_lookup=2)
+    pipe = Pipeline(target, tok, drafter=spy)
+    out = pipe.generate(PROMPTS[0], method=SpeculativeSampling(5), max_new_tokens=60)
+    assert out.token_ids == pipe.generate(PROMPTS[0], method="plain", max_new_tokens=60).token_ids
+    lookup = [int(proposed.max()) for source, _, proposed in spy.record if source == "lookup"]
+    model = [int(proposed.max()) for source, _, proposed in spy.record if source == "model"]
+    assert lookup and max(lookup) == 2 and max(model) > 2  # the cap is lookup's alone
+
+
+def test_lookup_plus_bita_spelling(setup, tmp_path):
+    tok, target = setup
+    BiTAAdapter(model_signature(target), 4, 3, "deep").save_pretrained(tmp_path / "a")
+    drafter = make_drafter(f"lookup+bita[2]:{tmp_path / 'a'}", target, tok)
+    assert isinstance(drafter, LookupThenBiTADrafter) and drafter.bita.shape == TreeShape.parse("2", 3)
+    assert drafter.proposes_trees and drafter.gives_embeddings and drafter.reserved_slots == 4
+    # a block reaches BITA_LOOKUP_TOKENS lookup tokens and a mask after them, or the tree's depth and its mask
+    assert drafter.max_lookup == BITA_LOOKUP_TOKENS and drafter.block_positions == BITA_LOOKUP_TOKENS + 1
+    short = make_drafter(f"lookup-1+bita[straight]:{tmp_path / 'a'}", target, tok)
+    assert short.max_lookup == 1 and short.block_positions == 3 + 3  # the straight chain's reach
 
 
 # lookup+eagle3: the head runs nothing on lookup steps and must still hold the settled text after them

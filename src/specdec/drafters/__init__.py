@@ -1,9 +1,9 @@
 """Drafters: independent small models, reduced-precision and truncated self-drafts, n-gram lookup, and
-lookup backed by a model."""
+lookup backed by a model or a BiTA adapter."""
 
 from specdec.drafters.base import BlockExtra, Draft, Drafter, Feedback
 from specdec.drafters.bita import BiTADrafter, TreeShape
-from specdec.drafters.combined import LookupThenModelDrafter
+from specdec.drafters.combined import LookupThenBiTADrafter, LookupThenModelDrafter
 from specdec.drafters.derived import ReducedPrecisionDrafter, TruncatedDrafter
 from specdec.drafters.early_exit import EarlyExitDrafter
 from specdec.drafters.factory import DRAFTER_SPECS, make_drafter
@@ -20,6 +20,7 @@ __all__ = [
     "Drafter",
     "EarlyExitDrafter",
     "Feedback",
+    "LookupThenBiTADrafter",
     "LookupThenModelDrafter",
     "ModelDrafter",
     "NoDrafter",

@@ -145,6 +145,16 @@ class BiTADrafter(Drafter):
                 tokens[:, i] = top[:, d, rank]
         return Draft(tokens, parents=parents, extra=self._mask_groups(batch, parents))
 
+    @torch.inference_mode()
+    def chain_draft(self, tokens: torch.Tensor, lengths: torch.Tensor) -> Draft:
+        """Another source's chain ``[B, L]`` (prompt lookup's) as this step's draft, each row keeping at most
+        its ``lengths`` tokens, with this adapter's mask groups after the pending token and after every
+        token: wherever a row's kept tokens end, the next step has candidates from that context."""
+        parents = tuple(range(-1, tokens.shape[1] - 1))
+        self._masked = True
+        extra = self._mask_groups(tokens.shape[0], parents)
+        return Draft(tokens, parents=parents, extra=extra, depth_caps=lengths)
+
     def _mask_groups(self, batch: int, parents: tuple[int, ...]) -> BlockExtra:
         """A mask group after the pending token and after every node, each mask seeing its group's
         anchor, the anchor's ancestors and its own group's earlier masks."""

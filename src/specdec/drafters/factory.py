@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.drafters.base import Drafter
 from specdec.drafters.bita import BiTADrafter
-from specdec.drafters.combined import LookupThenModelDrafter
+from specdec.drafters.combined import LookupThenBiTADrafter, LookupThenModelDrafter
 from specdec.drafters.derived import ReducedPrecisionDrafter, TruncatedDrafter
 from specdec.drafters.eagle3 import Eagle3Drafter
 from specdec.drafters.early_exit import EarlyExitDrafter
@@ -41,6 +42,11 @@ DRAFTER_SPECS: tuple[tuple[str, str], ...] = (
     ("MODEL", "an independent small model with the target's tokenizer: a built-in name, HF folder or .gguf"),
     ("lookup+MODEL", "prompt lookup where the context has a match of 2+ tokens, the draft model elsewhere"),
     ("lookup+eagle3:PATH", "the same with an EAGLE-3 head (int8: / bf16: / tree-K: before eagle3: as below)"),
+    (
+        "lookup+bita:PATH",
+        "the same with a BiTA adapter (bita[SHAPE]: as below); lookup's chain carries the adapter's masks",
+    ),
+    ("lookup-N+...", "any of the three with at most N lookup tokens a step (lookup+bita: 4 unless given)"),
     ("int8:MODEL", "the small model's linears quantised to int8 (dynamic): a cheaper draft, same output"),
     ("bf16:MODEL, fp16:MODEL", "the small model loaded in that precision"),
     ("vocab-N:MODEL", "its output head cut to the N tokens the target writes most (draft_vocab.json)"),
@@ -70,6 +76,7 @@ DRAFTER_SPECS: tuple[tuple[str, str], ...] = (
     ),
 )
 SPECS_HINT = "a drafter spec (`specdec drafters` lists them)"
+LOOKUP_FIRST = re.compile(r"lookup(?:-(\d+))?\+")  # lookup+INNER, lookup-N+INNER
 
 
 # A draft's precision only changes how often it is accepted, never what the target emits.
@@ -100,22 +107,46 @@ def make_drafter(
         if not layers.isdigit():
             raise InvalidArgumentError(f"drafter {spec!r}: expected early-exit-N with N a number of layers")
         return EarlyExitDrafter(target, int(layers))
-    if spec.startswith("bita:") or spec.startswith("bita["):
-        head, _, path = spec.partition(":")
-        folder = bita_folder(path)
-        adapter = BiTAAdapter.from_pretrained(folder)
-        shape = head.removeprefix("bita").strip("[]")
-        if shape == "auto":
-            shape = chosen_tree_shape(folder)
-        return BiTADrafter(adapter, shape or default_tree_shape(folder, target), name=spec)
-    if spec.startswith("lookup+"):
-        inner = spec.removeprefix("lookup+")
-        if is_eagle3(inner):
-            return LookupThenModelDrafter(eagle3_drafter(inner, target), name=spec)
-        return LookupThenModelDrafter(small_model_drafter(inner, tokenizer, **load_kwargs), name=spec)
+    if is_bita(spec):
+        return bita_drafter(spec, target)
+    if LOOKUP_FIRST.match(spec):
+        return lookup_first_drafter(spec, target, tokenizer, **load_kwargs)
     if is_eagle3(spec):
         return eagle3_drafter(spec, target)
     return small_model_drafter(spec, tokenizer, **load_kwargs)
+
+
+def is_bita(spec: str) -> bool:
+    return spec.startswith(("bita:", "bita["))
+
+
+def bita_drafter(spec: str, target: PreTrainedModel) -> BiTADrafter:
+    """``bita:PATH`` or ``bita[SHAPE]:PATH``: the adapter at the shape asked for, else the measured one."""
+    head, _, path = spec.partition(":")
+    folder = bita_folder(path)
+    adapter = BiTAAdapter.from_pretrained(folder)
+    shape = head.removeprefix("bita").strip("[]")
+    if shape == "auto":
+        shape = chosen_tree_shape(folder)
+    return BiTADrafter(adapter, shape or default_tree_shape(folder, target), name=spec)
+
+
+def lookup_first_drafter(
+    spec: str, target: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None, **load_kwargs
+) -> Drafter:
+    """``lookup+INNER`` or ``lookup-N+INNER`` (at most N lookup tokens a step): prompt lookup first, INNER
+    (a draft model, an EAGLE-3 head or a BiTA adapter) where the context has no match."""
+    match = LOOKUP_FIRST.match(spec)
+    inner = spec[match.end() :]
+    limit = {"max_lookup": int(match[1])} if match[1] else {}
+    if is_bita(inner):
+        return LookupThenBiTADrafter(bita_drafter(inner, target), name=spec, **limit)
+    model = (
+        eagle3_drafter(inner, target)
+        if is_eagle3(inner)
+        else small_model_drafter(inner, tokenizer, **load_kwargs)
+    )
+    return LookupThenModelDrafter(model, name=spec, **limit)
 
 
 def is_eagle3(spec: str) -> bool:

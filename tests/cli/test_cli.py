@@ -165,7 +165,8 @@ def test_a_seeded_sampled_run_prints_the_same_text_every_time(tiny_model_dir, ca
         (["--bild", "--no-speculative"], "--bild and --no-speculative choose different methods"),
         (["--method", "sps", "--bild"], "choose different methods"),
         (["--method", "tandem", "--drafter", "first-1"], "needs a tandem:PATH drafter"),
-        (["--method", "bita", "--drafter", "prompt-lookup"], "needs a bita:PATH drafter"),
+        (["--method", "bita", "--drafter", "prompt-lookup"], "needs a bita:PATH or lookup"),
+        (["--method", "bita", "--drafter", "lookup+first-1"], "needs a bita:PATH or lookup"),
     ],
 )
 def test_options_of_another_method_and_conflicting_choices_are_errors(tiny_model_dir, capsys, args, message):

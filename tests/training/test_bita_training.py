@@ -142,9 +142,10 @@ def test_the_cli_trains_an_adapter_and_decodes_with_it(tmp_path, tiny_model_dir,
     options = " --batch-size 2 --groups 4 --eval-every 2 --save-every 2 --eval-sequences 2 --bf16 off"
     assert main((train + options).split()) == 0
     assert json.loads((out / "train_config.json").read_text())["extra"]["machine"]["cpu"]
-    for spec in (f"bita:{out / 'best'}", f"bita[straight]:{out / 'best'}"):
+    for spec in (f"bita:{out / 'best'}", f"bita[straight]:{out / 'best'}", f"lookup+bita:{out / 'best'}"):
         generate = f"generate hi --no-chat --model {tiny_model_dir} --drafter {spec} --max-new-tokens 6"
         assert main(generate.split()) == 0
+        assert main([*generate.split(), "--method", "bita"]) == 0
     assert "bita" in capsys.readouterr().out
     assert main([*train.split(), "--answers", str(tmp_path / "missing.jsonl")]) == 2
     for shape in ("full-2", "2/1/1/1", "wide"):  # not a walk of top-1 nodes, deeper than 3 masks, no shape

@@ -18,6 +18,7 @@ TANDEM = "int8:vocab-2048:tandem:smollm2-135m-tandem"
 EAGLE3_TREE = "int8:tree-2:eagle3:smollm2-135m-eagle3"
 LOOKUP_EAGLE3_CHAIN = "lookup+bf16:eagle3:smollm2-135m-eagle3"
 LOOKUP_EAGLE3_TREE = "lookup+int8:tree-2:eagle3:smollm2-135m-eagle3"
+BITA = "bita:smollm2-135m-bita"
 #: (row name, results method, how to ask for it, what it needs); every row is lossless.
 ROWS = (
     ("plain decoding", "ours-plain", "`--method plain`", "nothing"),
@@ -49,7 +50,13 @@ ROWS = (
         "`--method tandem --drafter …tandem+router:…`",
         "a trained secondary",
     ),
-    ("BiTA, measured best shape", "ours-sps[bita:smollm2-135m-bita]", "`--method bita`", "a trained adapter"),
+    (
+        "prompt lookup, else BiTA at its measured best shape",
+        f"ours-sps[lookup+{BITA}]",
+        "`--method bita`",
+        "a trained adapter",
+    ),
+    ("BiTA, measured best shape", f"ours-sps[{BITA}]", f"`--drafter {BITA}`", "a trained adapter"),
     (
         "BiTA, efficient tree",
         "ours-sps[bita[efficient]:smollm2-135m-bita]",

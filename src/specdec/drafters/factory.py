@@ -120,6 +120,12 @@ def is_bita(spec: str) -> bool:
     return spec.startswith(("bita:", "bita["))
 
 
+def drafts_with_bita(spec: str) -> bool:
+    """Whether ``spec`` names a BiTA adapter, alone or behind prompt lookup."""
+    match = LOOKUP_FIRST.match(spec)
+    return is_bita(spec[match.end() :] if match else spec)
+
+
 def bita_drafter(spec: str, target: PreTrainedModel) -> BiTADrafter:
     """``bita:PATH`` or ``bita[SHAPE]:PATH``: the adapter at the shape asked for, else the measured one."""
     head, _, path = spec.partition(":")

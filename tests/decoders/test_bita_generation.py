@@ -232,35 +232,3 @@ def test_after_a_lookup_step_the_next_tree_comes_from_the_last_kept_token(tok, a
         assert not all(agree)
     else:
         assert all(agree)
-
-
-class Schedule(LookupThenBiTADrafter):
-    """Records each lookup step's length before it, the longest chain it proposed, whether every row kept
-    its chain whole, and the length after it."""
-
-    def begin(self, prompts, prefill):
-        super().begin(prompts, prefill)
-        self.steps = []
-
-    def propose(self, gamma, sampling, draws, *, min_confidence=0.0):
-        self.before = self.lookup_length
-        return super().propose(gamma, sampling, draws, min_confidence=min_confidence)
-
-    def update(self, feedback):
-        super().update(feedback)
-        lengths = self._lookup_lengths
-        if lengths is not None:
-            whole = bool((feedback.num_accepted >= lengths).all())
-            self.steps.append((self.before, int(lengths.max()), whole, self.lookup_length))
-
-
-def test_lookup_length_follows_the_heuristic_schedule(tok):
-    """From half of max_lookup: 2 more after a chain kept whole, 1 fewer otherwise, within 1..max_lookup."""
-    target = make_llama(len(tok), seed=0, layers=4)
-    drafter = Schedule(BiTADrafter(adapter_for(target, "deep"), "2"), min_ngram=1, max_lookup=6)
-    Pipeline(target, tok, drafter=drafter).generate(LOOKUP_PROMPTS[:1], method="sps", max_new_tokens=60)
-    assert drafter.steps[0][0] == 3
-    for before, proposed, whole, after in drafter.steps:
-        assert proposed <= before
-        assert after == (min(6, before + 2) if whole else max(1, before - 1))
-    assert {whole for _, _, whole, _ in drafter.steps} == {True, False}  # both branches ran

@@ -28,7 +28,7 @@ from specdec.errors import InvalidArgumentError
 from specdec.sampling import Draws, Sampling
 
 #: lookup tokens a lookup+bita step verifies at most: each adds itself and a mask group to the block
-BITA_LOOKUP_TOKENS = 8
+BITA_LOOKUP_TOKENS = 4
 
 
 class LookupFirst(Drafter):
@@ -150,10 +150,7 @@ class LookupThenBiTADrafter(LookupFirst):
     A lookup step's chain carries BiTA's mask groups too (after the pending token and after each lookup
     token), so wherever a row's kept tokens end, the next step has the adapter's candidates from exactly
     that context, as after a tree step. The block is the drafter's own shape (no γ policy): BiTA's tree,
-    or L lookup tokens and their masks, 1 + L + (L + 1) · depth positions. L follows transformers'
-    heuristic schedule for assistant tokens, from half of ``max_lookup`` up to it: 2 more after a lookup
-    step every row kept whole, 1 fewer after one that lost tokens (copied spans run long in summaries and
-    translations, rarely in open answers, and each lookup token costs two positions at depth 1)."""
+    or up to ``max_lookup`` lookup tokens and their masks, 1 + L + (L + 1) · depth positions."""
 
     gives_embeddings = True
 
@@ -173,11 +170,6 @@ class LookupThenBiTADrafter(LookupFirst):
         self.reserved_slots = bita.reserved_slots
         # the positions after the pending token the longer of the two blocks reaches: L tokens, then a mask
         self.block_positions = max(bita.block_positions, max_lookup + bita.num_masks)
-        self.lookup_length = self._lookup_lengths = None
-
-    def begin(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
-        super().begin(prompts, prefill)
-        self.lookup_length = max(1, self.max_lookup // 2)
 
     def attach(self, engine: Engine) -> None:
         self.bita.attach(engine)
@@ -190,18 +182,9 @@ class LookupThenBiTADrafter(LookupFirst):
         *,
         min_confidence: float | torch.Tensor = 0.0,
     ) -> Draft:
-        room = gamma - self.bita.num_masks  # a mask group follows the last lookup token
-        draft = self.lookup(min(room, self.lookup_length))
-        self._lookup_lengths = None if draft is None else draft.row_lengths()
+        draft = self.lookup(gamma - self.bita.num_masks)  # room for a mask group after the last token
         if draft is None:
             return self._sourced(self.bita.propose(gamma, sampling, draws), "model", gamma)
-        lengths = self._lookup_lengths
+        lengths = draft.row_lengths()
         chain = self.bita.chain_draft(draft.tokens[:, : int(lengths.max())], lengths)
         return self._sourced(chain, "lookup", gamma)
-
-    def update(self, feedback: Feedback) -> None:
-        super().update(feedback)
-        if self._lookup_lengths is not None:  # a lookup step: longer after a whole chain kept, else shorter
-            whole = bool((feedback.num_accepted >= self._lookup_lengths).all())
-            step = 2 if whole else -1
-            self.lookup_length = min(self.max_lookup, max(1, self.lookup_length + step))

@@ -46,7 +46,7 @@ DRAFTER_SPECS: tuple[tuple[str, str], ...] = (
         "lookup+bita:PATH",
         "the same with a BiTA adapter (bita[SHAPE]: as below); lookup's chain carries the adapter's masks",
     ),
-    ("lookup-N+...", "any of the three with at most N lookup tokens a step (lookup+bita: 8 unless given)"),
+    ("lookup-N+...", "any of the three with at most N lookup tokens a step (lookup+bita: 4 unless given)"),
     ("int8:MODEL", "the small model's linears quantised to int8 (dynamic): a cheaper draft, same output"),
     ("bf16:MODEL, fp16:MODEL", "the small model loaded in that precision"),
     ("vocab-N:MODEL", "its output head cut to the N tokens the target writes most (draft_vocab.json)"),

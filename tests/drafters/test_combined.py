@@ -140,6 +140,8 @@ def test_lookup_plus_bita_spelling(setup, tmp_path):
     assert drafter.max_lookup == BITA_LOOKUP_TOKENS and drafter.block_positions == BITA_LOOKUP_TOKENS + 1
     short = make_drafter(f"lookup-1+bita[straight]:{tmp_path / 'a'}", target, tok)
     assert short.max_lookup == 1 and short.block_positions == 3 + 3  # the straight chain's reach
+    with pytest.raises(InvalidArgumentError, match="number of lookup tokens"):
+        LookupThenBiTADrafter(drafter.bita, max_lookup=None)
 
 
 # lookup+eagle3: the head runs nothing on lookup steps and must still hold the settled text after them

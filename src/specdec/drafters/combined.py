@@ -165,6 +165,8 @@ class LookupThenBiTADrafter(LookupFirst):
     ):
         if not isinstance(bita, BiTADrafter):
             raise InvalidArgumentError(f"lookup+bita needs a BiTA drafter, got {type(bita).__name__}")
+        if max_lookup is None:  # the block is the drafter's own: no γ policy sizes lookup's chain
+            raise InvalidArgumentError("lookup+bita needs a number of lookup tokens a step, got None")
         super().__init__(bita, max_ngram, min_ngram, max_lookup, name)
         self.bita = bita
         self.reserved_slots = bita.reserved_slots

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from specdec.decoders import SpeculativeSampling
 from specdec.drafters import ModelDrafter, PromptLookupDrafter, TandemDrafter
 from specdec.drafters.bita import BiTADrafter
+from specdec.drafters.combined import LookupThenBiTADrafter
 from specdec.drafters.eagle3 import Eagle3Drafter
 from specdec.engine import Engine
 from specdec.engine.static_steps import graph_rows
@@ -384,20 +385,24 @@ def test_a_compiled_pipeline_compiles_what_one_prompt_with_its_drafter_meets():
     assert not counters["graph_break"], dict(counters["graph_break"])
 
 
-def test_a_compiled_bita_pipeline_compiles_its_mask_blocks_up_front_and_stays_lossless():
+@pytest.mark.parametrize("lookup", [False, True])
+def test_a_compiled_bita_pipeline_compiles_its_mask_blocks_up_front_and_stays_lossless(lookup):
     """BiTA's verify blocks carry mask tokens by their embeddings: a compiled CPU engine runs them
     through a graph of their own, compiled when the pipeline is built, and greedy output stays plain
-    decoding's (fp32: the graphs' logits equal the eager engine's to rounding)."""
+    decoding's (fp32: the graphs' logits equal the eager engine's to rounding). With prompt lookup in
+    front (a repeated prompt: lookup steps), its chains and their masks, wider blocks, take that graph too."""
     from torch._dynamo.utils import counters
 
     target = make_llama(VOCAB, seed=0, layers=2)
     torch.manual_seed(3)
     adapter = BiTAAdapter(model_signature(target), 4, 3, "deep")
-    prompt = [3 + (7 * i) % 300 for i in range(20)]
+    prompt = [3 + (7 * i) % 300 for i in range(20)] * (2 if lookup else 1)
     plain = Pipeline(target).generate(prompt, method="plain", max_new_tokens=24).token_ids
     torch._dynamo.reset()
     counters.clear()
-    pipe = Pipeline(target, drafter=BiTADrafter(adapter, "2"), compile=True)
+    drafter = BiTADrafter(adapter, "2")
+    drafter = LookupThenBiTADrafter(drafter) if lookup else drafter
+    pipe = Pipeline(target, drafter=drafter, compile=True)
     graphs = counters["stats"]["unique_graphs"]
     runner, embedded = pipe.engine.compiled, []
 
@@ -409,3 +414,4 @@ def test_a_compiled_bita_pipeline_compiles_its_mask_blocks_up_front_and_stays_lo
     out = pipe.generate(prompt, method=SpeculativeSampling(3), max_new_tokens=24)
     assert out.token_ids == plain and any(embedded)  # mask blocks ran compiled
     assert counters["stats"]["unique_graphs"] == graphs, "a graph compiled while generating"
+    assert not lookup or drafter.lookup_steps > 0

@@ -232,3 +232,34 @@ def test_after_a_lookup_step_the_next_tree_comes_from_the_last_kept_token(tok, a
         assert not all(agree)
     else:
         assert all(agree)
+
+
+class ChainLengths(LookupThenBiTADrafter):
+    """Records each lookup step's chain length and the rows' own lookup lengths before it."""
+
+    def begin(self, prompts, prefill):
+        super().begin(prompts, prefill)
+        self.steps = []
+
+    def propose(self, gamma, sampling, draws, *, min_confidence=0.0):
+        before, own = self.lookup_steps, self.lookup(gamma - self.bita.num_masks)
+        draft = super().propose(gamma, sampling, draws, min_confidence=min_confidence)
+        if self.lookup_steps > before:
+            self.steps.append((draft.row_lengths().tolist(), draft.gamma, own.row_lengths().tolist()))
+        return draft
+
+
+def test_a_batch_shares_its_shortest_lookup_chain(tok):
+    """Each lookup token costs every row a position and a mask: the rows of a lookup step propose the
+    shortest row's chain, all of it (what they report drafting)."""
+    target = make_llama(len(tok), seed=0, layers=4)
+    drafter = ChainLengths(BiTADrafter(adapter_for(target, "deep"), "2"), min_ngram=1, max_lookup=16)
+    pipe = Pipeline(target, tok, drafter=drafter)
+    out = pipe.generate(LOOKUP_PROMPTS, method="sps", max_new_tokens=40)
+    assert (
+        out.token_ids
+        == Pipeline(target, tok).generate(LOOKUP_PROMPTS, method="plain", max_new_tokens=40).token_ids
+    )
+    for reported, width, own in drafter.steps:
+        assert reported == [width] * len(own) and width == min(own)
+    assert any(len(set(own)) > 1 for _, _, own in drafter.steps)  # rows whose own chains differed

@@ -18,6 +18,7 @@ from specdec.decoders import BiLD, PlainDecoding, Request, SpeculativeSampling, 
 from specdec.decoders.blocks import ACCEPTED, BONUS, RESAMPLED, TARGET
 from specdec.drafters import EarlyExitDrafter, ModelDrafter, PromptLookupDrafter
 from specdec.drafters.bita import BiTADrafter
+from specdec.drafters.combined import LookupThenBiTADrafter
 from specdec.drafters.tandem import TandemDrafter
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
@@ -44,6 +45,7 @@ FAMILIES = {
     "plain": None,
     "bild": lambda target, tok: ModelDrafter(make_llama(len(tok), seed=7), tok),
     "bita": bita,
+    "lookup+bita": lambda target, tok: LookupThenBiTADrafter(bita(target, tok), min_ngram=1),
     "prompt-lookup": lambda target, tok: PromptLookupDrafter(),
     "model": lambda target, tok: ModelDrafter(make_llama(len(tok), seed=7), tok),
     "tandem": lambda target, tok: TandemDrafter(make_tandem(target), tok),
@@ -135,7 +137,7 @@ def test_arrivals_and_aborts_never_change_what_a_request_gets(kind, family, reqs
             prompt, max_new, seed, _, _, sampling, cap, thresholds = reqs[i]
             stop = StopCriteria(max_new, frozenset({0}))
             # BiTA shapes one block for every row (no caps); BiLD's text depends on its drafts (not lossless).
-            cap = None if family in ("bita", "bild") else cap
+            cap = None if family in ("bita", "lookup+bita", "bild") else cap
             keys = row_keys([seed], 1)
             (row,) = loop.admit([POOL[prompt]], keys, stop, sampling, draft_cap=cap, thresholds=thresholds)
             row_of[i], got[i], kinds[i], arrived[i], caps[i] = row, [], [], step, cap

@@ -111,9 +111,12 @@ def test_lookup_plus_spelling_and_refusals(setup, tiny_model_dir):
     assert make_drafter(f"lookup-3+{tiny_model_dir}", target, tok).max_lookup == 3
     with pytest.raises(InvalidArgumentError, match="min_ngram"):
         LookupThenModelDrafter(drafter.model, min_ngram=0)
+    for spec in (f"lookup-0+{tiny_model_dir}", f"lookup-x+{tiny_model_dir}", "lookup--1+int8"):
+        with pytest.raises(InvalidArgumentError, match="lookup-N\\+INNER with N >= 1"):
+            make_drafter(spec, target, tok)
     with pytest.raises(InvalidArgumentError, match="max_lookup"):
-        make_drafter(f"lookup-0+{tiny_model_dir}", target, tok)
-    with pytest.raises(InvalidArgumentError, match="BiTA adapter"):
+        LookupThenModelDrafter(drafter.model, max_lookup=0)
+    with pytest.raises(InvalidArgumentError, match="needs a draft model or an EAGLE-3 head"):
         LookupThenModelDrafter(drafter)  # lookup behind lookup
     with pytest.raises(InvalidArgumentError, match="needs a BiTA drafter"):
         LookupThenBiTADrafter(drafter.model)

@@ -407,11 +407,14 @@ def test_a_compiled_bita_pipeline_compiles_its_mask_blocks_up_front_and_stays_lo
     runner, embedded = pipe.engine.compiled, []
 
     def counted(*args, **kwargs):
-        embedded.append("inputs_embeds" in kwargs)
+        embeds = kwargs.get("inputs_embeds")
+        embedded.append(0 if embeds is None else embeds.shape[1])
         return runner(*args, **kwargs)
 
     pipe.engine.compiled = counted
     out = pipe.generate(prompt, method=SpeculativeSampling(3), max_new_tokens=24)
     assert out.token_ids == plain and any(embedded)  # mask blocks ran compiled
+    # a tree step's block is 6 wide at the shape `2`; a lookup chain's with its masks up to 10
+    assert (max(embedded) > 6) == lookup
     assert counters["stats"]["unique_graphs"] == graphs, "a graph compiled while generating"
     assert not lookup or drafter.lookup_steps > 0

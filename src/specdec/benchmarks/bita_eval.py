@@ -26,8 +26,8 @@ from pathlib import Path
 import torch
 
 from specdec.benchmarks.report import machine_info
+from specdec.drafters.bita import TREE_SHAPE_FILE as SHAPE_FILE
 from specdec.drafters.bita import TreeShape
-from specdec.drafters.factory import TREE_SHAPE_FILE as SHAPE_FILE
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError
 from specdec.inputs import non_negative_int, positive_int

@@ -83,8 +83,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "--drafter",
         default=None,
         help=f"{SPECS_HINT}; default: the method's (sps: the packaged SmolLM2's best measured drafter, "
-        "prompt-lookup for other models; bild: prompt-only-lookup; tandem and bita: the packaged SmolLM2 "
-        "ones)",
+        "prompt-lookup for other models; bild: prompt-only-lookup; tandem: the packaged SmolLM2 secondary; "
+        "bita: prompt lookup, else the packaged SmolLM2 adapter)",
     )
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--device", default="cpu")

@@ -66,7 +66,7 @@ def run_train_bita(args: argparse.Namespace) -> Path:
 
     from specdec.benchmarks.report import machine_info
     from specdec.cli.train import bf16_pays
-    from specdec.drafters.factory import bita_folder
+    from specdec.drafters.bita import bita_folder
     from specdec.models import load_model
     from specdec.models.bita import BiTAAdapter, model_signature
     from specdec.training.answers import read_answers

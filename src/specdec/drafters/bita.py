@@ -12,12 +12,16 @@ Tree shapes (Table 4): ``straight`` (top-1 of each mask, a chain), ``full-K`` (e
 the top-K of each mask) and ``efficient`` (top 5/4/3, only the top-1 candidate has children). The
 candidates are deterministic (top-k), so verification stays lossless under sampling: the coupled
 walk emits the target's own choices, recursive rejection sampling treats them as one-hot proposals.
+An adapter loads by spec (``bita:PATH``, ``bita[SHAPE]:PATH``: :func:`bita_drafter`) at the shape
+``specdec eval bita`` measured fastest for the kind of device, recorded beside it (``tree_shape.json``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -26,6 +30,7 @@ from specdec.drafters.base import BlockExtra, Draft, Drafter, Feedback
 from specdec.engine import Engine, ExtendOutput
 from specdec.errors import InvalidArgumentError
 from specdec.models.bita import BiTAAdapter
+from specdec.models.packaged import packaged_bitas
 from specdec.sampling import Draws, Sampling, top_tokens, tree_attention
 
 
@@ -146,14 +151,13 @@ class BiTADrafter(Drafter):
         return Draft(tokens, parents=parents, extra=self._mask_groups(batch, parents))
 
     @torch.inference_mode()
-    def chain_draft(self, tokens: torch.Tensor, lengths: torch.Tensor) -> Draft:
-        """Another source's chain ``[B, L]`` (prompt lookup's) as this step's draft, each row keeping at most
-        its ``lengths`` tokens, with this adapter's mask groups after the pending token and after every
-        token: wherever a row's kept tokens end, the next step has candidates from that context."""
+    def chain_draft(self, tokens: torch.Tensor) -> Draft:
+        """Another source's chain ``[B, L]`` (prompt lookup's, every row proposing all L) as this step's
+        draft, with this adapter's mask groups after the pending token and after every token: wherever a
+        row's kept tokens end, the next step has candidates from that context."""
         parents = tuple(range(-1, tokens.shape[1] - 1))
         self._masked = True
-        extra = self._mask_groups(tokens.shape[0], parents)
-        return Draft(tokens, parents=parents, extra=extra, depth_caps=lengths)
+        return Draft(tokens, parents=parents, extra=self._mask_groups(tokens.shape[0], parents))
 
     def _mask_groups(self, batch: int, parents: tuple[int, ...]) -> BlockExtra:
         """A mask group after the pending token and after every node, each mask seeing its group's
@@ -198,3 +202,52 @@ class BiTADrafter(Drafter):
     def select_rows(self, rows: torch.Tensor) -> None:
         if self.mask_logits is not None:
             self.mask_logits = self.mask_logits[rows.to(self.mask_logits.device)]
+
+
+TREE_SHAPE_FILE = "tree_shape.json"
+
+
+def bita_folder(name_or_path: str) -> Path:
+    """A BiTA adapter's folder: a path, or the name of one the package ships."""
+    folder = Path(name_or_path)
+    if not folder.is_dir() and name_or_path in (shipped := packaged_bitas()):
+        return shipped[name_or_path]
+    return folder
+
+
+def default_tree_shape(folder: Path, target: PreTrainedModel) -> str:
+    """The shape ``specdec eval bita`` measured fastest for this adapter on the kind of device the target
+    is on. Unmeasured there: the paper's efficient tree (52 positions a block) where a wide block costs
+    about one step (a GPU), else the top 2 of the first mask (a block of 6), fastest for the shipped
+    adapter on the CPUs here (`benchmarks/BITA_2026-11-30.md`)."""
+    device = next(target.parameters()).device.type
+    chosen = folder / TREE_SHAPE_FILE
+    if chosen.is_file():
+        record = json.loads(chosen.read_text())
+        measured_on = record.get("device") or (  # files from before the device was recorded
+            "cpu" if record.get("machine", {}).get("gpu") is None else "cuda"
+        )
+        if measured_on == device:
+            return record["shape"]
+    return "efficient" if device == "cuda" else "2"
+
+
+def chosen_tree_shape(folder: Path) -> str:
+    """The tree shape ``specdec eval bita`` measured fastest for this adapter (acceptance × cost)."""
+    chosen = folder / TREE_SHAPE_FILE
+    if not chosen.is_file():
+        raise InvalidArgumentError(
+            f"bita[auto] needs {chosen}: run `specdec eval bita` for this adapter first"
+        )
+    return json.loads(chosen.read_text())["shape"]
+
+
+def bita_drafter(spec: str, target: PreTrainedModel) -> BiTADrafter:
+    """``bita:PATH`` or ``bita[SHAPE]:PATH``: the adapter at the shape asked for, else the measured one."""
+    head, _, path = spec.partition(":")
+    folder = bita_folder(path)
+    adapter = BiTAAdapter.from_pretrained(folder)
+    shape = head.removeprefix("bita").strip("[]")
+    if shape == "auto":
+        shape = chosen_tree_shape(folder)
+    return BiTADrafter(adapter, shape or default_tree_shape(folder, target), name=spec)

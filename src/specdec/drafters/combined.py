@@ -6,7 +6,8 @@ The two are good at different text: lookup guesses long copied spans for free (s
 code, multi-turn chat), a trained drafter guesses new text at a small cost per token. Each step, the rows'
 contexts are searched first; when every row's last tokens (at least ``min_ngram`` of them: a single
 token repeats everywhere and predicts little) occurred earlier, the tokens that followed are the
-draft and the trained drafter guesses nothing; otherwise it drafts for every row. One source per step
+draft and the trained drafter guesses nothing (BiTA's masks still ride on lookup's chain); otherwise it
+drafts for every row. One source per step
 keeps each draft a single source's, so verification is the usual exact rule: lookup tokens are one-hot
 (p = 1), model tokens carry p.
 """
@@ -71,12 +72,13 @@ class LookupFirst(Drafter):
         draft = lookup_draft(self.history, length, self.max_ngram, self.min_ngram)
         return draft if bool((draft.row_lengths() > 0).all()) else None
 
-    def _sourced(self, draft: Draft, source: str, gamma: int) -> Draft:
-        """Count a drafting step (γ > 0) for ``source`` and remember its tokens, for the update."""
+    def _sourced(self, draft: Draft, source: str, drafted: bool = True) -> Draft:
+        """Count a step ``source`` drafted (``drafted``: not a plain step) and remember its tokens, for the
+        update."""
         if source == "lookup":
             self.lookup_steps += 1
         else:
-            self.model_steps += int(gamma > 0)
+            self.model_steps += int(drafted)
         self._last = draft.tokens
         return draft
 
@@ -139,9 +141,9 @@ class LookupThenModelDrafter(LookupFirst):
         draft = self.lookup(gamma)
         if draft is None:
             draft = self.model.propose(gamma, sampling, draws, min_confidence=min_confidence)
-            return self._sourced(draft, "model", gamma)
+            return self._sourced(draft, "model", gamma > 0)
         self.model.adopt(draft.tokens)
-        return self._sourced(draft, "lookup", gamma)
+        return self._sourced(draft, "lookup")
 
 
 class LookupThenBiTADrafter(LookupFirst):
@@ -150,7 +152,9 @@ class LookupThenBiTADrafter(LookupFirst):
     A lookup step's chain carries BiTA's mask groups too (after the pending token and after each lookup
     token), so wherever a row's kept tokens end, the next step has the adapter's candidates from exactly
     that context, as after a tree step. The block is the drafter's own shape (no γ policy): BiTA's tree,
-    or up to ``max_lookup`` lookup tokens and their masks, 1 + L + (L + 1) · depth positions."""
+    or L ≤ ``max_lookup`` lookup tokens and their masks, a block of 1 + L + (L + 1) · depth positions
+    reaching L + depth positions past the pending token (``block_positions``). The rows of a batch share
+    one chain length, the shortest row's: each lookup token costs every row two positions."""
 
     gives_embeddings = True
 
@@ -186,7 +190,7 @@ class LookupThenBiTADrafter(LookupFirst):
     ) -> Draft:
         draft = self.lookup(gamma - self.bita.num_masks)  # room for a mask group after the last token
         if draft is None:
-            return self._sourced(self.bita.propose(gamma, sampling, draws), "model", gamma)
-        lengths = draft.row_lengths()
-        chain = self.bita.chain_draft(draft.tokens[:, : int(lengths.max())], lengths)
-        return self._sourced(chain, "lookup", gamma)
+            tree = self.bita.propose(gamma, sampling, draws)
+            return self._sourced(tree, "model", tree.extra is not None)  # no masks: a plain step
+        chain = self.bita.chain_draft(draft.tokens[:, : int(draft.row_lengths().min())])
+        return self._sourced(chain, "lookup")

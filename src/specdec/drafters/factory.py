@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.drafters.base import Drafter
-from specdec.drafters.bita import BiTADrafter
+from specdec.drafters.bita import bita_drafter
 from specdec.drafters.combined import LookupThenBiTADrafter, LookupThenModelDrafter
 from specdec.drafters.derived import ReducedPrecisionDrafter, TruncatedDrafter
 from specdec.drafters.eagle3 import Eagle3Drafter
@@ -19,13 +18,11 @@ from specdec.drafters.prompt_lookup import PromptLookupDrafter
 from specdec.drafters.tandem import TandemDrafter
 from specdec.errors import InvalidArgumentError
 from specdec.models import PRECISIONS, default_cache_dir, load_model
-from specdec.models.bita import BiTAAdapter
 from specdec.models.draft_vocab import VOCAB_FILE, top_tokens
 from specdec.models.eagle3_layout import load_head
 from specdec.models.packaged import (
     MANIFEST,
     exported_folder_name,
-    packaged_bitas,
     packaged_drafts,
     packaged_eagle3s,
     packaged_tandem_folder,
@@ -109,7 +106,7 @@ def make_drafter(
         return EarlyExitDrafter(target, int(layers))
     if is_bita(spec):
         return bita_drafter(spec, target)
-    if LOOKUP_FIRST.match(spec):
+    if spec.startswith(("lookup+", "lookup-")):
         return lookup_first_drafter(spec, target, tokenizer, **load_kwargs)
     if is_eagle3(spec):
         return eagle3_drafter(spec, target)
@@ -117,6 +114,7 @@ def make_drafter(
 
 
 def is_bita(spec: str) -> bool:
+    """Whether ``spec`` is spelled ``bita:PATH`` or ``bita[SHAPE]:PATH``."""
     return spec.startswith(("bita:", "bita["))
 
 
@@ -126,23 +124,14 @@ def drafts_with_bita(spec: str) -> bool:
     return is_bita(spec[match.end() :] if match else spec)
 
 
-def bita_drafter(spec: str, target: PreTrainedModel) -> BiTADrafter:
-    """``bita:PATH`` or ``bita[SHAPE]:PATH``: the adapter at the shape asked for, else the measured one."""
-    head, _, path = spec.partition(":")
-    folder = bita_folder(path)
-    adapter = BiTAAdapter.from_pretrained(folder)
-    shape = head.removeprefix("bita").strip("[]")
-    if shape == "auto":
-        shape = chosen_tree_shape(folder)
-    return BiTADrafter(adapter, shape or default_tree_shape(folder, target), name=spec)
-
-
 def lookup_first_drafter(
     spec: str, target: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None, **load_kwargs
 ) -> Drafter:
     """``lookup+INNER`` or ``lookup-N+INNER`` (at most N lookup tokens a step): prompt lookup first, INNER
     (a draft model, an EAGLE-3 head or a BiTA adapter) where the context has no match."""
     match = LOOKUP_FIRST.match(spec)
+    if match is None or (match[1] and int(match[1]) < 1):
+        raise InvalidArgumentError(f"drafter {spec!r}: expected lookup+INNER or lookup-N+INNER with N >= 1")
     inner = spec[match.end() :]
     limit = {"max_lookup": int(match[1])} if match[1] else {}
     if is_bita(inner):
@@ -243,44 +232,6 @@ def vocab_folder(model_spec: str) -> Path:
     raise InvalidArgumentError(
         f"vocab-N:{model_spec} needs a draft folder (or a packaged draft name) holding {VOCAB_FILE}"
     )
-
-
-TREE_SHAPE_FILE = "tree_shape.json"
-
-
-def bita_folder(name_or_path: str) -> Path:
-    """A BiTA adapter's folder: a path, or the name of one the package ships."""
-    folder = Path(name_or_path)
-    if not folder.is_dir() and name_or_path in (shipped := packaged_bitas()):
-        return shipped[name_or_path]
-    return folder
-
-
-def default_tree_shape(folder: Path, target: PreTrainedModel) -> str:
-    """The shape ``specdec eval bita`` measured fastest for this adapter on the kind of device the target
-    is on. Unmeasured there: the paper's efficient tree (52 positions a block) where a wide block costs
-    about one step (a GPU), else the top 2 of the first mask (a block of 6), fastest for the shipped
-    adapter on the CPUs here (`benchmarks/BITA_2026-11-30.md`)."""
-    device = next(target.parameters()).device.type
-    chosen = folder / TREE_SHAPE_FILE
-    if chosen.is_file():
-        record = json.loads(chosen.read_text())
-        measured_on = record.get("device") or (  # files from before the device was recorded
-            "cpu" if record.get("machine", {}).get("gpu") is None else "cuda"
-        )
-        if measured_on == device:
-            return record["shape"]
-    return "efficient" if device == "cuda" else "2"
-
-
-def chosen_tree_shape(folder: Path) -> str:
-    """The tree shape ``specdec eval bita`` measured fastest for this adapter (acceptance × cost)."""
-    chosen = folder / TREE_SHAPE_FILE
-    if not chosen.is_file():
-        raise InvalidArgumentError(
-            f"bita[auto] needs {chosen}: run `specdec eval bita` for this adapter first"
-        )
-    return json.loads(chosen.read_text())["shape"]
 
 
 def tandem_folder(name_or_path: str, cache_dir: str | None = None) -> Path:

@@ -34,7 +34,8 @@ BITA_LOOKUP_TOKENS = 4
 
 class LookupFirst(Drafter):
     """What both combined drafters share: each row's context as an n-gram index, kept in step with what
-    the target settles, and a count of the steps each source drafted."""
+    the target settles, a count of the steps each source drafted, and what the inner drafter asks of the
+    target (hidden states, reserved slots, given embeddings, its engine)."""
 
     def __init__(self, inner: Drafter, max_ngram: int, min_ngram: int, max_lookup: int | None, name: str):
         if not 1 <= min_ngram <= max_ngram:
@@ -46,6 +47,8 @@ class LookupFirst(Drafter):
         self.inner, self.max_ngram, self.min_ngram, self.name = inner, max_ngram, min_ngram, name
         self.max_lookup = max_lookup  # lookup tokens a step drafts at most (None: γ)
         self.proposes_trees = inner.proposes_trees
+        self.target_hidden_layers = inner.target_hidden_layers  # an EAGLE-3 head's features
+        self.reserved_slots, self.gives_embeddings = inner.reserved_slots, inner.gives_embeddings  # BiTA's
         self.lookup_steps = self.model_steps = 0
 
     @property
@@ -58,6 +61,9 @@ class LookupFirst(Drafter):
 
     def validate(self, target: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None) -> None:
         self.inner.validate(target, tokenizer)
+
+    def attach(self, engine: Engine) -> None:
+        self.inner.attach(engine)
 
     def begin(self, prompts: Sequence[Sequence[int]], prefill: ExtendOutput | None) -> None:
         self.inner.begin(prompts, prefill)
@@ -123,7 +129,6 @@ class LookupThenModelDrafter(LookupFirst):
             )
         super().__init__(model, max_ngram, min_ngram, max_lookup, name)
         self.model = model
-        self.target_hidden_layers = model.target_hidden_layers  # an EAGLE-3 head's features
 
     def next_source(self) -> str:
         """The next step's source: lookup where every row's context has a match, else the model."""
@@ -156,8 +161,6 @@ class LookupThenBiTADrafter(LookupFirst):
     reaching L + depth positions past the pending token (``block_positions``). The rows of a batch share
     one chain length, the shortest row's: each lookup token costs every row two positions."""
 
-    gives_embeddings = True
-
     def __init__(
         self,
         bita: BiTADrafter,
@@ -173,12 +176,8 @@ class LookupThenBiTADrafter(LookupFirst):
             raise InvalidArgumentError("lookup+bita needs a number of lookup tokens a step, got None")
         super().__init__(bita, max_ngram, min_ngram, max_lookup, name)
         self.bita = bita
-        self.reserved_slots = bita.reserved_slots
         # the positions after the pending token the longer of the two blocks reaches: L tokens, then a mask
         self.block_positions = max(bita.block_positions, max_lookup + bita.num_masks)
-
-    def attach(self, engine: Engine) -> None:
-        self.bita.attach(engine)
 
     def propose(
         self,

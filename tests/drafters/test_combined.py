@@ -145,6 +145,9 @@ def test_lookup_plus_bita_spelling(setup, tmp_path):
     assert short.max_lookup == 1 and short.block_positions == 3 + 3  # the straight chain's reach
     with pytest.raises(InvalidArgumentError, match="number of lookup tokens"):
         LookupThenBiTADrafter(drafter.bita, max_lookup=None)
+    for prefix in ("int8:", "tree-2:", "lookup+int8:", "lookup-2+bf16:"):  # small models' options
+        with pytest.raises(InvalidArgumentError, match="BiTA adapter takes a tree shape"):
+            make_drafter(f"{prefix}bita[2]:{tmp_path / 'a'}", target, tok)
 
 
 # lookup+eagle3: the head runs nothing on lookup steps and must still hold the settled text after them

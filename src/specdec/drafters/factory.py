@@ -169,6 +169,11 @@ def small_model_drafter(name: str, tokenizer: PreTrainedTokenizerBase | None, **
             )
         width, size = (int(number), size) if kind == "tree" else (width, int(number))
         spec = rest
+    if is_bita(spec):  # the target drafts for itself: nothing of a small model's to quantise or widen
+        raise InvalidArgumentError(
+            f"drafter {name!r}: a BiTA adapter takes a tree shape (bita[SHAPE]:PATH), not tree-K:, vocab-N:, "
+            "int8:, bf16: or fp16:"
+        )
     if spec.startswith(("tandem:", "tandem+router:")):
         if width != 1 or dtype is not None:
             raise InvalidArgumentError(f"drafter {name!r}: a Tandem secondary takes vocab-N: and int8: only")

@@ -69,9 +69,9 @@ stamp "caches: ${#COMPLETE[@]} complete"
 cat "$W"/logs/cache-*.log | grep -E "sequences|exit|Error|error" | tail -20
 [ ${#COMPLETE[@]} -gt 0 ] || exit 1
 
-train() {  # NAME OUTPUT STEPS EVAL_EVERY
+train() {  # NAME OUTPUT STEPS EVAL_EVERY [SECONDS: a time limit, the run ending on a checkpoint]
   local common=(--target smollm2-135m --cache-dir "$W/hf" "${CACHES[@]}" --steps "$3" --batch-size "$BATCH" --warmup 50
-    --eval-every "$4" --save-every "$4" --bf16 auto --output "$2")
+    --eval-every "$4" --save-every "$4" --bf16 auto --output "$2" ${5:+--time-limit "$5"})
   case $1 in
     head) $PY -m specdec train eagle3 "${common[@]}" --init-from "$HEAD" --max-batch-tokens 8192 --ttt-steps 4 \
             --lr 1e-4 --eval-sequences 80 ;;
@@ -100,9 +100,12 @@ if [ $(( STEPS[draft] - DRAFT_EXTRA )) -ge 50 ]; then
 else
   echo "the draft cannot catch up $DRAFT_EXTRA steps this lease: Tandem and the draft not at equal tokens" | tee -a "$W/logs/plan.txt"
 fi
+# Each run also stops on a checkpoint at a time limit (fifty-third session: `--time-limit` for all three trainers),
+# so a run slower than its calibration keeps its last steps; the kill below stays the fallback.
+limit=$(( $(left) - CLOSE - 60 ))  # 60 s: loading the target and the caches before a run's clock starts
 for name in head tandem draft; do
   echo "$name: ${RATE[$name]} s/step (three at once); ${STEPS[$name]} steps" | tee -a "$W/logs/plan.txt"
-  (train $name "$W/run-$name" "${STEPS[$name]}" $(( STEPS[$name] / 6 )) > "$W/logs/train-$name.log") &
+  (train $name "$W/run-$name" "${STEPS[$name]}" $(( STEPS[$name] / 6 )) "$limit" > "$W/logs/train-$name.log") &
 done
 while [ -n "$(jobs -r)" ] && [ "$(left)" -gt "$CLOSE" ]; do sleep 2; done
 [ -n "$(jobs -r)" ] && echo "stopped at the deadline" | tee -a "$W/logs/plan.txt" && pkill -f "specdec train"

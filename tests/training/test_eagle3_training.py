@@ -111,6 +111,15 @@ def test_resume_reproduces_an_uninterrupted_run(tmp_path, target, cache):
     b = load_head(resumed_dir / "run" / "checkpoint-20").state_dict()
     assert all(torch.allclose(a[k].float(), b[k].float(), atol=1e-6) for k in a)
 
+    # a time limit ends the run on a checkpoint after the step that crosses it; resume finishes it
+    timed = tmp_path / "timed"
+    head, vectors = make_eagle3_head(target), embeddings(target)
+    train_eagle3(head, vectors, cache, config(timed, steps=20, time_limit_s=1e-9), VERIFIER)
+    assert [p.name for p in (timed / "run").glob("checkpoint-*")] == ["checkpoint-1"]
+    train_eagle3(make_eagle3_head(target), vectors, cache, config(timed, steps=20, resume=True), VERIFIER)
+    c = load_head(timed / "run" / "checkpoint-20").state_dict()
+    assert all(torch.allclose(a[k].float(), c[k].float(), atol=1e-6) for k in a)
+
 
 @given(st.lists(st.integers(1, 100), min_size=1, max_size=24), st.one_of(st.none(), st.integers(1, 400)))
 def test_micro_batches_cover_every_row_once_within_the_token_limit(lengths, limit):
@@ -228,8 +237,9 @@ def test_the_cli_widens_a_continued_heads_vocabulary(tmp_path, tiny_model_dir, t
               "--bf16", "off"]  # fmt: skip
     vocab = str(tmp_path / "vocab")
     main(["train", "eagle3", *common, "--output", str(tmp_path / "run"), "--aux-layers", "0,1,2",
-          "--draft-vocab", f"{vocab}:40"])  # fmt: skip
+          "--draft-vocab", f"{vocab}:40", "--time-limit", "3600"])  # fmt: skip
     start = load_head(tmp_path / "run" / "best")
+    assert json.loads((tmp_path / "run" / "train_config.json").read_text())["time_limit_s"] == 3600
     main(["train", "eagle3", *common, "--output", str(tmp_path / "wide"), "--init-from",
           str(tmp_path / "run" / "best"), "--draft-vocab", f"{vocab}:120"])  # fmt: skip
     wide = load_head(tmp_path / "wide" / "checkpoint-2")

@@ -227,6 +227,14 @@ def test_resume_reproduces_an_uninterrupted_run(tmp_path, tok, primary, cache):
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert full.name == "best"
 
+    # a time limit ends the run on a checkpoint after the step that crosses it; resume finishes it exactly
+    timed = tmp_path / "timed"
+    train_tandem(tandem_for(primary), cache, config(timed, steps=10, save_every=5, time_limit_s=1e-9), tok)
+    assert [p.name for p in timed.glob("checkpoint-*")] == ["checkpoint-1"]
+    train_tandem(tandem_for(primary, seed=9), cache, config(timed, steps=10, save_every=5, resume=True), tok)
+    c = TandemModel.from_pretrained(timed / "checkpoint-10").state_dict()
+    assert all(torch.equal(a[k], c[k]) for k in a)
+
 
 def test_the_baseline_draft_trains_on_the_same_batches(tmp_path, tok, primary, cache):
     draft = build_draft(primary, DraftShape(num_layers=1, hidden_size=16, num_heads=2, init="fresh"))
@@ -509,10 +517,11 @@ def test_identity_projections_read_the_copied_layers_by_default(tmp_path, tiny_m
     target = ["--target", str(tiny_model_dir)]
     train = ["train", "tandem", *target, "--cache", str(cache_dir), "--output", str(out), "--layers", "1"]
     options = ["--steps", "2", "--eval-every", "2", "--save-every", "2", "--eval-sequences", "4"]
-    options += ["--bf16", "off", "--projection-init", "identity"]
+    options += ["--bf16", "off", "--projection-init", "identity", "--time-limit", "3600"]
     assert main([*train, *options]) == 0
-    extra = json.loads((out / "train_config.json").read_text())["extra"]
-    assert extra["layer_map"] == [0] and extra["projection_init"] == "identity"
+    recorded = json.loads((out / "train_config.json").read_text())
+    assert recorded["extra"]["layer_map"] == [0] and recorded["extra"]["projection_init"] == "identity"
+    assert recorded["time_limit_s"] == 3600
     assert main([*train, *options, "--hidden-size", "16", "--heads", "2"]) == 2
     assert "identity projections need" in capsys.readouterr().err
 

@@ -76,6 +76,19 @@ def add_cache_argument(parser: argparse.ArgumentParser, what: str = "from `specd
     )
 
 
+def add_resume_arguments(group: argparse._ArgumentGroup) -> None:
+    """``--resume`` and ``--time-limit`` (a budgeted session ends on a checkpoint, then resumes): the Tandem,
+    EAGLE-3 and BiTA trainers' (:class:`~specdec.training.bookkeeping.RunBook`)."""
+    group.add_argument("--resume", action="store_true", help="continue from the output's last checkpoint")
+    group.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop with a checkpoint once this much training time is spent (continue with --resume)",
+    )
+
+
 def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
     model = parser.add_argument_group("draft shape")
     model.add_argument("--layers", type=positive_int, default=4)

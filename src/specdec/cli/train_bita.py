@@ -6,6 +6,7 @@ import argparse
 import random
 from pathlib import Path
 
+from specdec.cli.train import add_resume_arguments, bf16_pays
 from specdec.errors import DataNotFoundError, InvalidArgumentError
 from specdec.inputs import non_negative_int, positive_int
 
@@ -49,14 +50,7 @@ def add_bita_arguments(parser: argparse.ArgumentParser) -> None:
     opt.add_argument("--save-every", type=positive_int, default=100)
     opt.add_argument("--seed", type=int, default=0)
     opt.add_argument("--shuffle-seed", type=int, default=0, help="answers from all files are mixed by it")
-    opt.add_argument("--resume", action="store_true")
-    opt.add_argument(
-        "--time-limit",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="stop with a checkpoint once this much training time is spent (continue with --resume)",
-    )
+    add_resume_arguments(opt)
     opt.add_argument("--bf16", choices=("auto", "on", "off"), default="auto")
     parser.add_argument("--cache-dir", default=None)
 
@@ -65,7 +59,6 @@ def run_train_bita(args: argparse.Namespace) -> Path:
     import torch
 
     from specdec.benchmarks.report import machine_info
-    from specdec.cli.train import bf16_pays
     from specdec.drafters.bita import bita_folder
     from specdec.models import load_model
     from specdec.models.bita import BiTAAdapter, model_signature

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from specdec.cli.train import add_cache_argument
+from specdec.cli.train import add_cache_argument, add_resume_arguments, bf16_pays
 from specdec.inputs import non_negative_int, positive_int
 
 DEFAULT_DRAFT_VOCAB = "smollm2-135m-draft:2048"
@@ -51,7 +51,7 @@ def add_eagle3_arguments(parser: argparse.ArgumentParser) -> None:
     opt.add_argument("--heldout-fraction", type=float, default=0.05)
     opt.add_argument("--save-every", type=positive_int, default=100)
     opt.add_argument("--seed", type=int, default=0)
-    opt.add_argument("--resume", action="store_true")
+    add_resume_arguments(opt)
     opt.add_argument("--bf16", choices=("auto", "on", "off"), default="auto")
     parser.add_argument("--cache-dir", default=None)
 
@@ -113,7 +113,6 @@ def build_head(args: argparse.Namespace, target) -> Eagle3Head:  # noqa: F821
 
 def run_train_eagle3(args: argparse.Namespace) -> Path:
     from specdec.benchmarks.report import machine_info
-    from specdec.cli.train import bf16_pays
     from specdec.models import load_model
     from specdec.training.eagle3 import Eagle3TrainConfig, train_eagle3
     from specdec.training.primary_cache import PrimaryCache
@@ -135,6 +134,7 @@ def run_train_eagle3(args: argparse.Namespace) -> Path:
         save_every=args.save_every,
         seed=args.seed,
         resume=args.resume,
+        time_limit_s=args.time_limit,
         bf16=args.bf16 == "on" or (args.bf16 == "auto" and bf16_pays()),
         extra={
             "target": args.target,

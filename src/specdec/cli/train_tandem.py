@@ -7,7 +7,13 @@ import argparse
 import json
 from pathlib import Path
 
-from specdec.cli.train import add_cache_argument, add_shape_arguments, bf16_pays, shape_from_args
+from specdec.cli.train import (
+    add_cache_argument,
+    add_resume_arguments,
+    add_shape_arguments,
+    bf16_pays,
+    shape_from_args,
+)
 from specdec.inputs import non_negative_int, positive_int
 
 
@@ -55,7 +61,7 @@ def add_tandem_arguments(parser: argparse.ArgumentParser) -> None:
     )
     opt.add_argument("--save-every", type=positive_int, default=200)
     opt.add_argument("--seed", type=int, default=0)
-    opt.add_argument("--resume", action="store_true")
+    add_resume_arguments(opt)
     opt.add_argument(
         "--branch-from",
         type=Path,
@@ -100,6 +106,7 @@ def run_train_tandem(args: argparse.Namespace) -> Path:
         save_every=args.save_every,
         seed=args.seed,
         resume=args.resume,
+        time_limit_s=args.time_limit,
         branch_from=str(args.branch_from) if args.branch_from else None,
         bf16=args.bf16 == "on" or (args.bf16 == "auto" and bf16_pays()),
         extra={

@@ -13,11 +13,9 @@ Under ``accelerate launch`` each process trains on its rows of that batch (see d
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -29,12 +27,8 @@ from specdec.errors import InvalidArgumentError
 from specdec.inputs import check_count
 from specdec.models.bita import BiTAAdapter
 from specdec.training.answers import TargetAnswer
-from specdec.training.checkpoints import (
-    checkpoints_in,
-    load_trainer_state,
-    save_trainer_state,
-    warmup_cosine,
-)
+from specdec.training.bookkeeping import RunBook, check_time_limit
+from specdec.training.checkpoints import checkpoints_in, warmup_cosine
 from specdec.training.distributed import batch_mean, batch_share, rank_rows, sync_gradients, sync_weights
 from specdec.training.sar import EFFICIENT, IGNORE, accepted_per_step, sar_batch, sar_logits, sar_loss
 
@@ -73,8 +67,7 @@ class BiTATrainConfig:
             check_count(name, getattr(self, name))
         if not 0 < self.heldout_fraction < 1:
             raise InvalidArgumentError(f"heldout_fraction must be in (0, 1), got {self.heldout_fraction}")
-        if self.time_limit_s is not None and not self.time_limit_s > 0:
-            raise InvalidArgumentError(f"time_limit_s must be > 0 seconds, got {self.time_limit_s}")
+        check_time_limit(self.time_limit_s)
         if not self.select_widths or not all(isinstance(w, int) and w >= 1 for w in self.select_widths):
             raise InvalidArgumentError(f"select_widths must be integers >= 1, got {self.select_widths!r}")
 
@@ -153,39 +146,32 @@ def train_bita(
     adapter.train()
     optimizer = torch.optim.AdamW(adapter.parameters(), lr=config.lr, weight_decay=0.0)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(config.warmup_steps, config.steps))
-    start_step, best, tokens_seen = 0, None, 0
+    book = RunBook(
+        output,
+        accelerator,
+        adapter.save_pretrained,
+        optimizer,
+        scheduler,
+        score=selected_score,
+        time_limit_s=config.time_limit_s,
+    )
     if checkpoints:
-        start_step, best, tokens_seen = load_trainer_state(checkpoints[-1], optimizer, scheduler)
+        book.resume(checkpoints[-1])
     # Neither is DDP-wrapped: the frozen model has nothing to train and the adapter is called by its parts
     model, adapter = model.to(accelerator.device), adapter.to(accelerator.device)
     sync_weights(adapter, accelerator)
     rows = rank_rows(config.batch_size, accelerator)
-    if accelerator.is_main_process and (not config.resume or not (output / "train_config.json").is_file()):
-        (output / "train_config.json").write_text(json.dumps(asdict(config), indent=1))
-
-    def save(folder: Path, step: int) -> None:
-        accelerator.wait_for_everyone()
-        if accelerator.is_main_process:
-            adapter.save_pretrained(folder)
-            save_trainer_state(folder, step, best, tokens_seen, optimizer, scheduler)
-
+    book.write_config(config, config.resume)
     autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
-    started = time.perf_counter()
     bar = tqdm(
-        range(start_step, config.steps),
-        initial=start_step,
+        range(book.step, config.steps),
+        initial=book.step,
         total=config.steps,
         desc="train bita",
         disable=not accelerator.is_main_process,
     )
     for step in bar:
-        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
-        torch.manual_seed(config.seed * 1_000_003 + step)  # prefix dropout
-        picks = torch.randint(0, len(train), (config.batch_size,), generator=generator).tolist()
-        batch = sar_batch(
-            [train[i] for i in picks], config.groups, adapter.num_masks, config.max_len, generator
-        )
-        tokens_seen += int((batch["labels"] != IGNORE).sum())  # the whole batch's, drawn in every process
+        batch = _batch_at(train, config, step, adapter.num_masks, book)
         batch = {k: v[rows].to(accelerator.device) for k, v in batch.items()}  # this process's rows of it
         with autocast:
             logits = sar_logits(model, adapter, batch)
@@ -198,36 +184,28 @@ def train_bita(
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad()
-        record = {
-            "step": step + 1,
-            "processes": accelerator.num_processes,
-            "loss": batch_mean(loss, accelerator).item(),
-            "lr": scheduler.get_last_lr()[0],
-            "sar_tokens_seen": tokens_seen,
-            "elapsed_s": round(time.perf_counter() - started, 1),
-        }
+        record = {"step": step + 1, "processes": accelerator.num_processes}
+        record |= {"loss": batch_mean(loss, accelerator).item(), "lr": scheduler.get_last_lr()[0]}
+        record |= {"sar_tokens_seen": book.tokens_seen, "elapsed_s": book.elapsed()}
         last = step + 1 == config.steps
         if (step + 1) % config.eval_every == 0 or last:
             with autocast:
                 record.update(evaluate(model, adapter, heldout, config))
-            if best is None or record["accepted_selected"] > selected_score(best):
-                best = {
-                    "step": step + 1,
-                    **{k: v for k, v in record.items() if k.startswith(("heldout", "accepted"))},
-                }
-                save(output / "best", step + 1)
-            record["best_step"] = best["step"]
+            book.scored(record)
             bar.set_postfix(acc=f"{record['accepted_selected']:.2f}", loss=f"{record['heldout_loss']:.2f}")
-        if accelerator.is_main_process:
-            with (output / "log.jsonl").open("a") as f:
-                f.write(json.dumps(record) + "\n")
-        spent = time.perf_counter() - started
-        out_of_time = config.time_limit_s is not None and spent >= config.time_limit_s
-        if (step + 1) % config.save_every == 0 or last or out_of_time:
-            save(output / f"checkpoint-{step + 1}", step + 1)
-        if out_of_time and not last:
-            # A budgeted session ends on a checkpoint, never mid-write: `resume` continues from here.
-            tqdm.write(f"time limit reached after step {step + 1}; rerun with --resume to continue")
+        book.log(record)
+        if book.end_step(step + 1, last, config.save_every):
             break
     accelerator.end_training()  # destroys the process group: gloo's threads left alive can abort the exit
     return output / "best"
+
+
+def _batch_at(train: list, config: BiTATrainConfig, step: int, num_masks: int, book: RunBook) -> dict:
+    """The whole batch of ``step``, seeded by it alone (a resumed run draws the same batches and prefix
+    dropout), counted into ``book.tokens_seen``: every process draws it and trains on its rows."""
+    generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
+    torch.manual_seed(config.seed * 1_000_003 + step)  # prefix dropout
+    picks = torch.randint(0, len(train), (config.batch_size,), generator=generator).tolist()
+    batch = sar_batch([train[i] for i in picks], config.groups, num_masks, config.max_len, generator)
+    book.tokens_seen += int((batch["labels"] != IGNORE).sum())
+    return batch

@@ -14,11 +14,9 @@ tail) give the selection metric, the greedy chain's accepted tokens per block of
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -30,7 +28,8 @@ from specdec.errors import InvalidArgumentError
 from specdec.inputs import check_count
 from specdec.models.eagle3 import Eagle3Head
 from specdec.models.eagle3_layout import load_head, save_head
-from specdec.training.checkpoints import checkpoints_in, load_trainer_state, save_trainer_state, warmup_cosine
+from specdec.training.bookkeeping import RunBook, check_time_limit
+from specdec.training.checkpoints import checkpoints_in, warmup_cosine
 from specdec.training.distributed import (
     batch_count,
     batch_mean,
@@ -61,6 +60,7 @@ class Eagle3TrainConfig:
     seed: int = 0
     resume: bool = False
     bf16: bool = False
+    time_limit_s: float | None = None  # stop (with a checkpoint) after the step that crosses it
     extra: dict = field(default_factory=dict)  # provenance: cache, target, draft vocabulary, machine
 
     def __post_init__(self) -> None:
@@ -70,6 +70,7 @@ class Eagle3TrainConfig:
             check_count("max_batch_tokens", self.max_batch_tokens)
         if not 0 < self.heldout_fraction < 1:
             raise InvalidArgumentError(f"heldout_fraction must be in (0, 1), got {self.heldout_fraction}")
+        check_time_limit(self.time_limit_s)
 
 
 def _ahead(tensor: torch.Tensor, shift: int, width: int) -> torch.Tensor:
@@ -245,48 +246,40 @@ def train_eagle3(
     embeddings, index = embeddings.detach().to(accelerator.device), draft_index(head).to(accelerator.device)
     optimizer = torch.optim.AdamW(head.parameters(), lr=config.lr)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(config.warmup_steps, config.steps))
-    start, best, tokens_seen = (
-        load_trainer_state(checkpoints[-1], optimizer, scheduler) if checkpoints else (0, None, 0)
-    )
     model = head.to(accelerator.device).train()  # not DDP-wrapped: the passes call its parts (_train_step)
+    book = RunBook(
+        output,
+        accelerator,
+        lambda folder: save_head(model, folder, verifier, speculative_tokens=config.ttt_steps),
+        optimizer,
+        scheduler,
+        score=lambda scores: scores["accepted_per_chain"],
+        time_limit_s=config.time_limit_s,
+    )
+    if checkpoints:
+        book.resume(checkpoints[-1])
     sync_weights(model, accelerator)
-    if accelerator.is_main_process and not (config.resume and (output / "train_config.json").is_file()):
-        (output / "train_config.json").write_text(json.dumps(asdict(config), indent=1))
+    book.write_config(config, config.resume)
 
-    def save(folder: Path, step: int) -> None:
-        accelerator.wait_for_everyone()
-        if accelerator.is_main_process:
-            save_head(model, folder, verifier, speculative_tokens=config.ttt_steps)
-            save_trainer_state(folder, step, best, tokens_seen, optimizer, scheduler)
-
-    def score_and_log(record: dict, scored: bool) -> None:
-        """Append ``record`` to the log; when ``scored``, with held-out scores, a better chain than the best
-        so far becoming the best (step 0 scores the starting head: the bar a continued one must clear)."""
-        nonlocal best
-        if scored:
-            record |= evaluate_head(model, embeddings, cache, heldout_ids, config.ttt_steps)
-            if best is None or record["accepted_per_chain"] > best["accepted_per_chain"]:
-                best = {"step": record["step"]} | {
-                    k: v for k, v in record.items() if k.startswith(("heldout", "accepted"))
-                }
-                save(output / "best", record["step"])
-            record["best_step"] = best["step"]
-        if accelerator.is_main_process:
-            with (output / "log.jsonl").open("a") as f:
-                f.write(json.dumps(record) + "\n")
+    def score_and_log(record: dict) -> None:
+        """Held-out scores into ``record`` (a better chain than the best's becomes the best), then the log."""
+        record |= evaluate_head(model, embeddings, cache, heldout_ids, config.ttt_steps)
+        book.scored(record)
+        book.log(record)
 
     autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
     context = {"config": config, "accelerator": accelerator, "autocast": autocast}
     context |= {"optimizer": optimizer, "scheduler": scheduler}
-    if start == 0:
-        score_and_log({"step": 0, "tokens_seen": 0}, scored=True)
-    started = time.perf_counter()
-    for step in tqdm(range(start, config.steps), initial=start, total=config.steps, desc="train eagle3"):
+    if book.step == 0:  # the starting head's scores: the bar a continued one must clear
+        score_and_log({"step": 0, "tokens_seen": 0})
+    for step in tqdm(
+        range(book.step, config.steps), initial=book.step, total=config.steps, desc="train eagle3"
+    ):
         picks, _ = rank_picks(len(train_ids), config.batch_size, config.seed, step, accelerator)
         loss, per_pass, answers = _train_step(
             model, embeddings, cache, [train_ids[i] for i in picks], index, context
         )
-        tokens_seen += batch_count(answers, accelerator)
+        book.tokens_seen += batch_count(answers, accelerator)
         record = {
             "step": step + 1,
             "processes": accelerator.num_processes,
@@ -294,10 +287,13 @@ def train_eagle3(
             "loss_per_pass": per_pass,
             "lr": scheduler.get_last_lr()[0],
         }
-        record |= {"tokens_seen": tokens_seen, "elapsed_s": round(time.perf_counter() - started, 1)}
+        record |= {"tokens_seen": book.tokens_seen, "elapsed_s": book.elapsed()}
         last = step + 1 == config.steps
-        score_and_log(record, scored=(step + 1) % config.eval_every == 0 or last)
-        if (step + 1) % config.save_every == 0 or last:
-            save(output / f"checkpoint-{step + 1}", step + 1)
+        if (step + 1) % config.eval_every == 0 or last:
+            score_and_log(record)
+        else:
+            book.log(record)
+        if book.end_step(step + 1, last, config.save_every):
+            break
     accelerator.end_training()  # destroys the process group: gloo's threads left alive can abort the exit
     return output / "best"

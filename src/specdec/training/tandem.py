@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -32,12 +31,11 @@ from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokeni
 from specdec.errors import InvalidArgumentError
 from specdec.inputs import check_count
 from specdec.models.tandem import TandemModel, fixed_blocks, logits_at
+from specdec.training.bookkeeping import RunBook, check_time_limit
 from specdec.training.checkpoints import (
     TRAINER_STATE_FILE,
     checkpoints_in,
     freeze_vocabulary,
-    load_trainer_state,
-    save_trainer_state,
     warmup_cosine,
 )
 from specdec.training.distributed import batch_count, batch_mean, global_denominator, rank_picks
@@ -71,6 +69,7 @@ class TandemTrainConfig:
     # checkpoint: both are CE up to there, on the same batches); its log up to that step is copied.
     branch_from: str | None = None
     bf16: bool = False  # autocast the forward (worth it on AVX-512 BF16 / AMX CPUs and on GPUs)
+    time_limit_s: float | None = None  # stop (with a checkpoint) after the step that crosses it
     extra: dict = field(default_factory=dict)  # provenance: cache, primary, machine, ...
 
     def __post_init__(self) -> None:
@@ -84,6 +83,7 @@ class TandemTrainConfig:
             check_count(name, getattr(self, name))
         if not 0 < self.heldout_fraction < 1:
             raise InvalidArgumentError(f"heldout_fraction must be in (0, 1), got {self.heldout_fraction}")
+        check_time_limit(self.time_limit_s)
 
     def weight_at(self, step: int) -> float:
         """λ, the distillation weight: 0 for Tandem-CE and for the first half of Tandem-Distil."""
@@ -213,7 +213,6 @@ def train_tandem(
     train_ids, heldout_ids = split(cache, config.heldout_fraction)
     heldout_ids = heldout_ids[: config.eval_sequences]
 
-    start_step, best, log_path = 0, None, output / "log.jsonl"
     if config.branch_from and not checkpoints_in(output):
         _branch(Path(config.branch_from), output)
     checkpoints = checkpoints_in(output) if config.resume or config.branch_from else []
@@ -221,91 +220,86 @@ def train_tandem(
         model = load_checkpoint(config.architecture, checkpoints[-1])
     secondary = model.secondary if isinstance(model, TandemModel) else model
     freeze_vocabulary(secondary)  # the shared vocabulary stays the target's
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=config.lr)
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(config.warmup_steps, config.steps))
-    tokens_seen = 0
+    book = RunBook(
+        output,
+        accelerator,
+        lambda folder: _save(accelerator.unwrap_model(model), folder, tokenizer),  # the prepared model
+        optimizer,
+        scheduler,
+        score=lambda scores: scores["accepted_per_block_g5"],
+        time_limit_s=config.time_limit_s,
+    )
     if checkpoints:
-        start_step, best, tokens_seen = load_trainer_state(checkpoints[-1], optimizer, scheduler)
-        if config.branch_from and start_step == int(Path(config.branch_from).name.split("-")[1]):
-            best = None  # a branch picks its best among its own evaluations (the source's best/ isn't here)
+        book.resume(checkpoints[-1])
+        if config.branch_from and book.step == int(Path(config.branch_from).name.split("-")[1]):
+            # a branch picks its best among its own evaluations (the source's best/ isn't here)
+            book.best = None
     # The schedule stays unprepared: accelerate would step it once per process, as if each process's batch
     # were another step's; here the processes share one batch (see distributed.py)
-    model, optimizer = accelerator.prepare(model, optimizer)
+    model, book.optimizer = accelerator.prepare(model, optimizer)
     model.train()
-    if accelerator.is_main_process and (not config.resume or not (output / "train_config.json").is_file()):
-        (output / "train_config.json").write_text(json.dumps(asdict(config), indent=1))
-
-    def save(folder: Path, step: int) -> None:
-        accelerator.wait_for_everyone()
-        if accelerator.is_main_process:
-            _save(accelerator.unwrap_model(model), folder, tokenizer)
-            save_trainer_state(folder, step, best, tokens_seen, optimizer, scheduler)
-
+    book.write_config(config, config.resume)
     autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
-    started = time.perf_counter()
     bar = tqdm(
-        range(start_step, config.steps),
-        initial=start_step,
+        range(book.step, config.steps),
+        initial=book.step,
         total=config.steps,
         desc=f"train {config.architecture}",
     )
     for step in bar:
-        picks, generator = rank_picks(len(train_ids), config.batch_size, config.seed, step, accelerator)
-        offset = int(torch.randint(0, config.gamma, (1,), generator=generator))
-        batch = cache.batch([train_ids[i] for i in picks], accelerator.device)
-        with autocast:
-            logits = student_logits(
-                model,
-                batch,
-                config.gamma,
-                offset,
-                tandem=config.architecture == "tandem",
-                keep=answer_positions(batch),
-            )
-        ce, kd = losses(logits, batch, config.temperature)
-        weight = config.weight_at(step)
-        loss = ce if weight == 0 else (1 - weight) * ce + weight * kd
-        positions = int(answer_positions(batch).sum())
-        share = positions / global_denominator(positions, accelerator)  # 1 in one process
-        accelerator.backward(loss * share)
-        loss = batch_mean(loss * share, accelerator)
-        if config.grad_clip:
-            accelerator.clip_grad_norm_(params, config.grad_clip)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad()
-        tokens_seen += batch_count(int((batch["next_is_answer"] & batch["valid"]).sum()), accelerator)
-        record = {
-            "step": step + 1,
-            "processes": accelerator.num_processes,
-            "loss": loss.item(),
-            "ce": ce.item(),
-            "kd": kd.item(),
-            "lambda": weight,
-            "lr": scheduler.get_last_lr()[0],
-            "tokens_seen": tokens_seen,
-            "elapsed_s": round(time.perf_counter() - started, 1),
-        }
+        record = _distil_step(model, cache, train_ids, config, step, book, autocast)
         last = step + 1 == config.steps
         if (step + 1) % config.eval_every == 0 or last:
             record.update(
                 evaluate_on_cache(accelerator.unwrap_model(model), cache, heldout_ids, config.gamma)
             )
-            if best is None or record["accepted_per_block_g5"] > best["accepted_per_block_g5"]:
-                best = {
-                    "step": step + 1,
-                    **{k: v for k, v in record.items() if k.startswith(("heldout", "accepted"))},
-                }
-                save(output / "best", step + 1)
-            record["best_step"] = best["step"]
+            book.scored(record)
             bar.set_postfix(
                 agree=f"{record['heldout_agreement']:.3f}", acc5=f"{record['accepted_per_block_g5']:.2f}"
             )
-        if accelerator.is_main_process:
-            with log_path.open("a") as f:
-                f.write(json.dumps(record) + "\n")
-        if (step + 1) % config.save_every == 0 or last:
-            save(output / f"checkpoint-{step + 1}", step + 1)
+        book.log(record)
+        if book.end_step(step + 1, last, config.save_every):
+            break
     accelerator.end_training()  # destroys the process group: gloo's threads left alive can abort the exit
     return output / "best"
+
+
+def _distil_step(
+    model, cache: PrimaryCache, train_ids: list, config: TandemTrainConfig, step: int, book: RunBook, autocast
+) -> dict:
+    """One optimiser step on the batch of ``step`` (drawn from the seed and ``step`` alone, so a resumed run
+    draws the same ones), the forward under ``autocast``; returns its log record."""
+    accelerator = book.accelerator
+    picks, generator = rank_picks(len(train_ids), config.batch_size, config.seed, step, accelerator)
+    offset = int(torch.randint(0, config.gamma, (1,), generator=generator))
+    batch = cache.batch([train_ids[i] for i in picks], accelerator.device)
+    keep = answer_positions(batch)
+    with autocast:
+        tandem = config.architecture == "tandem"
+        logits = student_logits(model, batch, config.gamma, offset, tandem=tandem, keep=keep)
+    ce, kd = losses(logits, batch, config.temperature)
+    weight = config.weight_at(step)
+    loss = ce if weight == 0 else (1 - weight) * ce + weight * kd
+    positions = int(keep.sum())
+    share = positions / global_denominator(positions, accelerator)  # 1 in one process
+    accelerator.backward(loss * share)
+    loss = batch_mean(loss * share, accelerator)
+    if config.grad_clip:
+        accelerator.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], config.grad_clip)
+    book.optimizer.step()
+    book.scheduler.step()
+    book.optimizer.zero_grad()
+    book.tokens_seen += batch_count(int((batch["next_is_answer"] & batch["valid"]).sum()), accelerator)
+    return {
+        "step": step + 1,
+        "processes": accelerator.num_processes,
+        "loss": loss.item(),
+        "ce": ce.item(),
+        "kd": kd.item(),
+        "lambda": weight,
+        "lr": book.scheduler.get_last_lr()[0],
+        "tokens_seen": book.tokens_seen,
+        "elapsed_s": book.elapsed(),
+    }

@@ -173,6 +173,9 @@ def run_from_args(args: argparse.Namespace) -> dict:
     engines = tuple(e for e in args.engine.split(",") if e)
     if not engines or set(engines) - {"eager", "fast"}:
         raise InvalidArgumentError(f"--engine takes eager and/or fast, comma-separated; got {args.engine!r}")
+    sampled = args.temperature > 0
+    if args.num_samples != 1 and not sampled:
+        raise InvalidArgumentError("--num-samples > 1 needs --temperature > 0 (greedy samples are all alike)")
     path = args.spec_bench or spec_bench_path()
     prompts = load_spec_bench(path, args.per_task)[: args.limit]
     device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
@@ -183,9 +186,6 @@ def run_from_args(args: argparse.Namespace) -> dict:
         for spec in (args.drafters or default_drafters(args.model)).split(",")
         if spec
     }
-    sampled = args.temperature > 0
-    if args.num_samples != 1 and not sampled:
-        raise InvalidArgumentError("--num-samples > 1 needs --temperature > 0 (greedy samples are all alike)")
     sampling = {"temperature": args.temperature, "top_p": args.top_p} if sampled else {}
     verify = tuple(v for v in args.verify.split(",") if v) if sampled else ("coupled",)
     # HF samples with its own random stream: its texts and speed under sampling are not comparable.
@@ -205,8 +205,25 @@ def run_from_args(args: argparse.Namespace) -> dict:
     runner = Runner(
         loaded.model, loaded.tokenizer, drafters, sampling, args.num_samples, cache_len, "fast" in engines
     )
-    compile_s = runner.fast_build_seconds
+    records, warm_up = _measure(runner, methods, warm, list(zip(prompts, encoded, strict=True)), args)
+    report = {
+        "machine": machine_info(),
+        "config": _config(args, loaded.source, device, dtype, drafters, engines, len(prompts), path),
+        "warm_up_seconds": warm_up,
+        "compile_seconds": runner.fast_build_seconds,
+        "summary": None,
+        "draft_evals": [json.loads(path.read_text()) | {"file": str(path)} for path in args.eval_report],
+        "json_path": str(out),
+        "records": records,
+    }
+    save_report(report, out)  # the records first: a run is tens of minutes
+    report["summary"] = summarize(records, [m.name for m in methods])
+    return _write(report, out, markdown)
 
+
+def _measure(runner: Runner, methods: list, warm: list[int], prompts: list[tuple[dict, list[int]]], args):
+    """Every method on every prompt (each prompt's methods in a rotated order), after two warm-up rounds;
+    returns the per-prompt records and each method's warm-up seconds."""
     records, warm_up = [], {}
     with progress_bar() as progress:
         task = progress.add_task("warm-up", total=len(methods) * (len(prompts) + 2))
@@ -219,7 +236,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
                 runner.run(method, warm, 8)
                 warm_up[method.name] = warm_up.get(method.name, 0.0) + time.perf_counter() - start
                 progress.advance(task)
-        for turn, (prompt, ids) in enumerate(zip(prompts, encoded, strict=True)):
+        for turn, (prompt, ids) in enumerate(prompts):
             for method in rotated(methods, turn):
                 progress.update(task, description=f"prompt {turn + 1}/{len(prompts)} {method.name}")
                 result = runner.run(method, ids, args.max_new_tokens, seed=prompt_seed(prompt["question_id"]))
@@ -228,37 +245,31 @@ def run_from_args(args: argparse.Namespace) -> dict:
                     | result
                 )
                 progress.advance(task)
+    return records, warm_up
 
-    report = {
-        "machine": machine_info(),
-        "config": {
-            "model": loaded.source,
-            "device": str(device),
-            "dtype": str(dtype).removeprefix("torch."),
-            "drafters": list(drafters),
-            "drafter_digests": {spec: drafter_digest(spec) for spec in drafters},
-            "engines": list(engines),
-            "prompts": len(prompts),
-            "num_samples": args.num_samples,
-            "per_task": args.per_task,
-            "max_new_tokens": args.max_new_tokens,
-            "decoding": (
-                f"sampled: temperature {args.temperature}, top-p {args.top_p}, seed = hash of the question id"
-                if sampled
-                else "greedy"
-            ),
-            "spec_bench": str(path),
-        },
-        "warm_up_seconds": warm_up,
-        "compile_seconds": compile_s,
-        "summary": None,
-        "draft_evals": [json.loads(path.read_text()) | {"file": str(path)} for path in args.eval_report],
-        "json_path": str(out),
-        "records": records,
+
+def _config(
+    args, source: str, device, dtype, drafters: dict, engines: tuple, prompts: int, path: Path
+) -> dict:
+    """What a report records of its run's settings (the drafters with their weights' digests)."""
+    return {
+        "model": source,
+        "device": str(device),
+        "dtype": str(dtype).removeprefix("torch."),
+        "drafters": list(drafters),
+        "drafter_digests": {spec: drafter_digest(spec) for spec in drafters},
+        "engines": list(engines),
+        "prompts": prompts,
+        "num_samples": args.num_samples,
+        "per_task": args.per_task,
+        "max_new_tokens": args.max_new_tokens,
+        "decoding": (
+            f"sampled: temperature {args.temperature}, top-p {args.top_p}, seed = hash of the question id"
+            if args.temperature > 0
+            else "greedy"
+        ),
+        "spec_bench": str(path),
     }
-    save_report(report, out)  # the records first: a run is tens of minutes
-    report["summary"] = summarize(records, [m.name for m in methods])
-    return _write(report, out, markdown)
 
 
 def _write(report: dict, out: Path, markdown: Path) -> dict:

@@ -151,48 +151,10 @@ def run_from_args(args: argparse.Namespace) -> dict:
         if not model or not layers.isdigit():
             raise InvalidArgumentError(f"--early-exit expects MODEL:L, got {args.early_exit!r}")
         setups.append(_setup(f"early exit ({layers} layers)", model, [f"early-exit-{layers}"], args))
-
-    records = []
-    total = sum(len(s.methods) for s in setups) * sum(len(v) for v in datasets.values())
-    with progress_bar() as progress:
-        task = progress.add_task("BiLD sweep", total=total)
-        for setup in setups:
-            for method in setup.methods:  # warm-up: first calls pay allocation and packing costs
-                run_method(setup, method, "Hello!", 4)
-            for dataset, prompts in datasets.items():
-                for i, prompt in enumerate(prompts):
-                    for method in setup.methods:
-                        progress.update(task, description=f"{setup.name} {dataset} {i + 1}/{len(prompts)}")
-                        result = run_method(setup, method, prompt["prompt"], args.max_new_tokens)
-                        # The prompt's text is kept once (report["prompts"]), not in every method's record.
-                        about = {k: v for k, v in prompt.items() if k != "prompt"}
-                        records.append(
-                            {
-                                "setup": setup.name,
-                                "dataset": dataset,
-                                "method": method.name,
-                                **about,
-                                **result,
-                            }
-                        )
-                        progress.advance(task)
+    records = _sweep(setups, datasets, args.max_new_tokens)
     report = {
         "machine": machine_info(),
-        "config": {
-            "model": args.model,
-            "drafters": args.drafters,
-            "drafter_digests": {spec: drafter_digest(spec) for spec in _specs(args.drafters)},
-            "early_exit": args.early_exit,
-            "fallback": args.fallback,
-            "rollback": args.rollback,
-            "max_small_tokens": args.max_small_tokens,
-            "tandem_gamma": args.tandem_gamma,
-            "articles": args.articles,
-            "article_words": args.article_words,
-            "spec_bench_per_task": args.per_task,
-            "max_new_tokens": args.max_new_tokens,
-            "decoding": "greedy",
-        },
+        "config": _config(args),
         "methods": {
             s.name: [
                 {
@@ -212,6 +174,54 @@ def run_from_args(args: argparse.Namespace) -> dict:
     save_report(report, args.out)  # the records first: neither a summary nor a plot that fails loses a sweep
     report["summary"] = summarize_sweep(records)
     return _write(report, args)
+
+
+def _sweep(setups: list, datasets: dict[str, list[dict]], max_new_tokens: int) -> list[dict]:
+    """Every setup's methods on every prompt of every dataset, after a warm-up call each: the records."""
+    records = []
+    total = sum(len(s.methods) for s in setups) * sum(len(v) for v in datasets.values())
+    with progress_bar() as progress:
+        task = progress.add_task("BiLD sweep", total=total)
+        for setup in setups:
+            for method in setup.methods:  # warm-up: first calls pay allocation and packing costs
+                run_method(setup, method, "Hello!", 4)
+            for dataset, prompts in datasets.items():
+                for i, prompt in enumerate(prompts):
+                    for method in setup.methods:
+                        progress.update(task, description=f"{setup.name} {dataset} {i + 1}/{len(prompts)}")
+                        result = run_method(setup, method, prompt["prompt"], max_new_tokens)
+                        # The prompt's text is kept once (report["prompts"]), not in every method's record.
+                        about = {k: v for k, v in prompt.items() if k != "prompt"}
+                        records.append(
+                            {
+                                "setup": setup.name,
+                                "dataset": dataset,
+                                "method": method.name,
+                                **about,
+                                **result,
+                            }
+                        )
+                        progress.advance(task)
+    return records
+
+
+def _config(args: argparse.Namespace) -> dict:
+    """What a sweep's report records of its settings (the drafters with their weights' digests)."""
+    return {
+        "model": args.model,
+        "drafters": args.drafters,
+        "drafter_digests": {spec: drafter_digest(spec) for spec in _specs(args.drafters)},
+        "early_exit": args.early_exit,
+        "fallback": args.fallback,
+        "rollback": args.rollback,
+        "max_small_tokens": args.max_small_tokens,
+        "tandem_gamma": args.tandem_gamma,
+        "articles": args.articles,
+        "article_words": args.article_words,
+        "spec_bench_per_task": args.per_task,
+        "max_new_tokens": args.max_new_tokens,
+        "decoding": "greedy",
+    }
 
 
 def _write(report: dict, args: argparse.Namespace) -> dict:

@@ -145,46 +145,16 @@ def run_from_args(args: argparse.Namespace) -> dict:
     shapes = {name: TreeShape.parse(name.replace("/", ","), masks) for name in args.shapes.split(",")}
     widths = [s.block_width() for s in shapes.values()]
     costs, uncached = step_costs(target.model, widths), uncached_costs(target.model, widths)
-    config = BiTATrainConfig(output_dir="-", groups=args.groups)
     rows: dict[str, dict] = {}
     for name, (folder, adapter) in adapters.items():
         adapter.check_model(target.model)
-        generator = torch.Generator().manual_seed(11)
-        logits, labels = [], []
-        with torch.no_grad():
-            for start in range(0, len(heldout), 8):
-                batch = sar_batch(heldout[start : start + 8], config.groups, masks, config.max_len, generator)
-                logits.append(sar_logits(target.model, adapter, batch).float())
-                labels.append(batch["labels"])
-        per_shape = {}
-        for shape_name, shape in shapes.items():
-            accepted = torch.cat(
-                [shape_acceptance(lg, lb, shape).flatten() for lg, lb in zip(logits, labels, strict=True)]
-            )
-            width = shape.block_width()
-            mean = float(accepted.nanmean())
-            per_shape[shape_name] = {
-                "accepted_per_step": mean,
-                "width": width,
-                "cost_ratio": costs[width],
-                "predicted_speedup": (mean + 1) / costs[width],
-                "uncached_cost_ratio": uncached[width],
-                "uncached_speedup": (mean + 1) / uncached[width],
-            }
+        per_shape = _scored_shapes(target.model, adapter, heldout, args.groups, shapes, (costs, uncached))
         best = max(per_shape, key=lambda s: per_shape[s]["predicted_speedup"])
         digest = drafter_digest(str(folder))  # the weights these numbers judge
         rows[name] = {"adapter": str(folder), "digest": digest, "shapes": per_shape, "chosen": best}
-        (folder / SHAPE_FILE).write_text(
-            json.dumps(
-                {
-                    "shape": best.replace("/", ","),
-                    "device": target.model.device.type,
-                    "predicted": per_shape[best],
-                    "machine": machine_info(),
-                },
-                indent=1,
-            )
-        )
+        chosen = {"shape": best.replace("/", ","), "device": target.model.device.type}
+        chosen |= {"predicted": per_shape[best], "machine": machine_info()}
+        (folder / SHAPE_FILE).write_text(json.dumps(chosen, indent=1))
     report = {
         "machine": machine_info(),
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "func"},
@@ -198,6 +168,40 @@ def run_from_args(args: argparse.Namespace) -> dict:
     write_markdown(report, args.markdown)
     print(args.markdown.read_text())
     return report
+
+
+def _scored_shapes(
+    model, adapter: BiTAAdapter, heldout: list, groups: int, shapes: dict, costs: tuple
+) -> dict:
+    """Each tree shape's tokens accepted per step on ``heldout`` (the same mask groups for every shape: one
+    seeded pass of the adapter), with its block's measured cost and the speedup that predicts."""
+    cached, uncached = costs
+    config = BiTATrainConfig(output_dir="-", groups=groups)
+    generator = torch.Generator().manual_seed(11)
+    logits, labels = [], []
+    with torch.no_grad():
+        for start in range(0, len(heldout), 8):
+            batch = sar_batch(
+                heldout[start : start + 8], config.groups, adapter.num_masks, config.max_len, generator
+            )
+            logits.append(sar_logits(model, adapter, batch).float())
+            labels.append(batch["labels"])
+    per_shape = {}
+    for shape_name, shape in shapes.items():
+        accepted = torch.cat(
+            [shape_acceptance(lg, lb, shape).flatten() for lg, lb in zip(logits, labels, strict=True)]
+        )
+        width = shape.block_width()
+        mean = float(accepted.nanmean())
+        per_shape[shape_name] = {
+            "accepted_per_step": mean,
+            "width": width,
+            "cost_ratio": cached[width],
+            "predicted_speedup": (mean + 1) / cached[width],
+            "uncached_cost_ratio": uncached[width],
+            "uncached_speedup": (mean + 1) / uncached[width],
+        }
+    return per_shape
 
 
 def write_markdown(report: dict, path: Path) -> None:

@@ -133,12 +133,16 @@ COMMANDS = (
         "run_draft_vocab",
     ),
     Command(
-        ("train", "draft"), "train a small draft model for a target", T, "add_train_arguments", "run_train"
+        ("train", "draft"),
+        "train a small draft model for a target",
+        f"{C}.train_draft",
+        "add_train_arguments",
+        "run_train",
     ),
     Command(
         ("train", "early-exit"),
         "fine-tune a model so its first layers draft for it (BiLD §4.4)",
-        T,
+        f"{C}.train_draft",
         "add_train_arguments",
         "run_train",
         {"early_exit": True},

@@ -5,13 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from specdec.benchmarks.report import (
-    bootstrap_interval,
-    digest_lines,
-    fmt,
-    mean_interval,
-    tokens_per_second,
-)
+from specdec.benchmarks.report import bootstrap_interval, mean_interval, tokens_per_second
+from specdec.benchmarks.spec_markdown import digest_lines, fmt
 from specdec.errors import SpecDecError
 
 

@@ -19,8 +19,9 @@ from pathlib import Path
 from specdec.benchmarks.data import load_spec_bench, prompt_seed, spec_bench_path
 from specdec.benchmarks.plan import fast_only, fixed_gammas, plan_methods, rotated
 from specdec.benchmarks.progress import progress_bar
-from specdec.benchmarks.report import machine_info, save_report, summarize, write_markdown
+from specdec.benchmarks.report import machine_info, save_report, summarize
 from specdec.benchmarks.runner import Runner, static_cache_length
+from specdec.benchmarks.spec_markdown import write_markdown
 from specdec.drafters import make_drafter
 from specdec.errors import InvalidArgumentError
 from specdec.inputs import positive_int

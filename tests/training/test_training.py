@@ -25,7 +25,8 @@ from specdec.training import (
     trainer,
 )
 from specdec.training import answers as answers_module
-from specdec.training.answers import self_written_prompts, user_turn_prefix
+from specdec.training import prompts as prompts_module
+from specdec.training.prompts import self_written_prompts, user_turn_prefix
 from tiny import make_gpt2, make_llama, make_tokenizer
 
 SHAKESPEARE = Path(__file__).resolve().parents[2].parent / "shared/data/train/tinyshakespeare/input.txt"
@@ -334,7 +335,7 @@ def test_self_written_prompts_keep_finished_distinct_requests(tmp_path, tok, tar
         n = len(prompts)
         return SimpleNamespace(texts=texts[:n], finish_reasons=reasons[:n])
 
-    monkeypatch.setattr(answers_module.Pipeline, "generate", scripted)
+    monkeypatch.setattr(prompts_module.Pipeline, "generate", scripted)
     kept = self_written_prompts(pipe, 5, source="tiny", cache_dir=tmp_path)
     assert kept == ["ask me", "another"]
     assert seen_prompts == [user_turn_prefix(tok)] * 5
@@ -406,7 +407,7 @@ def test_data_answers_opener_steers_self_intents(tmp_path, tiny_model_dir, capsy
         steered.append(tuple(openers))
         return [f"{openers[i % len(openers)]} text {i}" for i in range(count)]
 
-    monkeypatch.setattr(answers_module, "self_written_prompts", writer)
+    monkeypatch.setattr(prompts_module, "self_written_prompts", writer)
     args = ["data", "answers", "--target", str(tiny_model_dir), "--count", "4", "--max-new-tokens", "2"]
     steer = ["--opener", "Translate into English:", "--opener", "Summarize:"]
     assert main([*args, "--prompts", "self-intents", *steer, "--cache-dir", str(tmp_path)]) == 0
@@ -414,7 +415,7 @@ def test_data_answers_opener_steers_self_intents(tmp_path, tiny_model_dir, capsy
     manifest = Path(capsys.readouterr().out.splitlines()[-1].removeprefix("manifest: "))
     assert json.loads(manifest.read_text())["settings"]["opener"] == steer[1::2]
     assert main([*args, "--prompts", "self-intents", "--cache-dir", str(tmp_path)]) == 0
-    assert steered[-1] == answers_module.INTENT_OPENERS  # without --opener: the built-in intents
+    assert steered[-1] == prompts_module.INTENT_OPENERS  # without --opener: the built-in intents
     assert main([*args, "--prompts", "self", *steer, "--cache-dir", str(tmp_path)]) == 2
     assert "needs --prompts self-intents" in capsys.readouterr().err
     assert main([*args, "--prompts", "self-intents", "--opener", " ", "--cache-dir", str(tmp_path)]) == 2
@@ -459,7 +460,7 @@ def test_self_written_prompts_follow_their_openers(tmp_path, tok, target, monkey
         seen_prompts.extend(prompts)
         return SimpleNamespace(texts=texts[: len(prompts)], finish_reasons=["eos"] * len(prompts))
 
-    monkeypatch.setattr(answers_module.Pipeline, "generate", scripted)
+    monkeypatch.setattr(prompts_module.Pipeline, "generate", scripted)
     kept = self_written_prompts(pipe, 4, source="tiny", cache_dir=tmp_path, openers=openers)
     assert kept == ["what is a cache?", "Translate this into French: chat", "How?"]
     prefix = user_turn_prefix(tok)
@@ -475,7 +476,7 @@ def test_self_written_prompts_follow_their_openers(tmp_path, tok, target, monkey
 
 
 def test_passage_questions_ask_about_long_snippets_spread_through_each_document(tmp_path):
-    from specdec.training.answers import PASSAGE_QUESTIONS, load_prompts
+    from specdec.training.prompts import PASSAGE_QUESTIONS, load_prompts
 
     text = "".join(f"w{i:04d} " for i in range(4000))  # 24,000 characters, each word unique
     (tmp_path / "docs.jsonl").write_text(json.dumps({"text": text}) + "\n")

@@ -84,14 +84,9 @@ def add_answers_arguments(parser: argparse.ArgumentParser) -> None:
 def run_answers(args: argparse.Namespace) -> list[Path]:
     from specdec.models import default_cache_dir, load_model
     from specdec.pipeline import Pipeline
-    from specdec.training.answers import (
-        INTENT_OPENERS,
-        answers_path,
-        generate_answers,
-        load_prompts,
-        self_written_prompts,
-    )
+    from specdec.training.answers import answers_path, generate_answers
     from specdec.training.conversations import answer_conversations, load_conversations
+    from specdec.training.prompts import INTENT_OPENERS, load_prompts, self_written_prompts
 
     own = ("self", "self-intents")
     intents = _intent_openers(args, INTENT_OPENERS)

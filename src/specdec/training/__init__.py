@@ -1,11 +1,12 @@
 """Training drafts: data, losses, draft construction, alignment data, the trainer, evaluation."""
 
-from specdec.training.answers import TargetAnswer, generate_answers, load_prompts
+from specdec.training.answers import TargetAnswer, generate_answers
 from specdec.training.data import fixed_windows, read_documents, sample_windows, split_stream, tokenize_stream
 from specdec.training.draft_model import DraftShape, build_draft, default_init_layers
 from specdec.training.evaluate import evaluate_draft
 from specdec.training.export import export_draft
 from specdec.training.losses import cross_entropy, distillation, mixed_loss
+from specdec.training.prompts import load_prompts
 from specdec.training.trainer import PRESETS, TrainConfig, evaluate, train_draft
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Prompts for the target to answer: chat-style requests built from training corpora (:func:`load_prompts`)
-or written by the target itself (:func:`self_written_prompts`, Magpie), never the evaluation prompts; their
-answers are :mod:`specdec.training.answers`'."""
+or written by the target itself (:func:`self_written_prompts`, Magpie), never the evaluation prompts (their
+answers: :mod:`specdec.training.answers`)."""
 
 from __future__ import annotations
 

@@ -62,10 +62,10 @@ def test_the_config_is_written_once_per_run(tmp_path):
     from specdec.training.bita import BiTATrainConfig
 
     book = book_in(tmp_path)
-    book.write_config(BiTATrainConfig(output_dir="first"), resume=False)
-    book.write_config(BiTATrainConfig(output_dir="second"), resume=True)  # a resumed run keeps the file
+    book.write_config(BiTATrainConfig(output_dir="first"))
+    book.write_config(BiTATrainConfig(output_dir="second", resume=True))  # a resumed run keeps the file
     assert json.loads((tmp_path / "train_config.json").read_text())["output_dir"] == "first"
-    book.write_config(BiTATrainConfig(output_dir="third"), resume=False)  # a fresh start replaces it
+    book.write_config(BiTATrainConfig(output_dir="third"))  # a fresh start replaces it
     assert json.loads((tmp_path / "train_config.json").read_text())["output_dir"] == "third"
 
 

@@ -161,7 +161,7 @@ def train_bita(
     model, adapter = model.to(accelerator.device), adapter.to(accelerator.device)
     sync_weights(adapter, accelerator)
     rows = rank_rows(config.batch_size, accelerator)
-    book.write_config(config, config.resume)
+    book.write_config(config)
     autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
     bar = tqdm(
         range(book.step, config.steps),

@@ -57,10 +57,11 @@ class RunBook:
         state = load_trainer_state(checkpoint, self.optimizer, self.scheduler)
         self.step, self.best, self.tokens_seen = state
 
-    def write_config(self, config, resume: bool) -> None:
-        """``train_config.json``: the first start's settings (a resumed run keeps the file it has)."""
+    def write_config(self, config) -> None:
+        """``train_config.json``: the first start's settings (a run resumed, ``config.resume``, keeps the file
+        it has)."""
         path = self.output / "train_config.json"
-        if self.accelerator.is_main_process and not (resume and path.is_file()):
+        if self.accelerator.is_main_process and not (config.resume and path.is_file()):
             path.write_text(json.dumps(asdict(config), indent=1))
 
     def elapsed(self) -> float:

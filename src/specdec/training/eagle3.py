@@ -259,7 +259,7 @@ def train_eagle3(
     if checkpoints:
         book.resume(checkpoints[-1])
     sync_weights(model, accelerator)
-    book.write_config(config, config.resume)
+    book.write_config(config)
 
     def score_and_log(record: dict) -> None:
         """Held-out scores into ``record`` (a better chain than the best's becomes the best), then the log."""

@@ -240,7 +240,7 @@ def train_tandem(
     # were another step's; here the processes share one batch (see distributed.py)
     model, book.optimizer = accelerator.prepare(model, optimizer)
     model.train()
-    book.write_config(config, config.resume)
+    book.write_config(config)
     autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
     bar = tqdm(
         range(book.step, config.steps),

@@ -79,7 +79,7 @@ train() {  # NAME OUTPUT STEPS EVAL_EVERY [SECONDS: a time limit, the run ending
             --lr 1.5e-4 --eval-sequences 64 ;;
     draft) $PY -m specdec train tandem "${common[@]}" --init-from smollm2-135m-draft --architecture draft \
             --preset distil --lr 1.5e-4 --eval-sequences 64 ;;
-  esac 2>&1 | grep -v -E "it/s\]|s/it\]"
+  esac 2>&1 | tr "\r" "\n" | grep -v -E "it/s\]|s/it\]"  # tqdm.write shares a line with the bar
 }
 rate() {  # s/step of a calibration run, timed from step 10 to step 30
   $PY -c "import json; e = {r['step']: r['elapsed_s'] for r in map(json.loads, open('$1/log.jsonl')) \

@@ -194,6 +194,28 @@ class Pipeline:
         stop_strings = check_stop(stop)
         if stop_strings and self.tokenizer is None:
             raise InvalidArgumentError("stop strings need a tokenizer to decode the output")
+        request = self._request(
+            prompts, chat, seed, num_samples, max_new_tokens, sampling, stop_strings, stream
+        )
+        out = method.decode(self.engine, self.drafter if method.needs_drafter else None, request)
+        texts = [
+            self.tokenizer.decode(t, skip_special_tokens=True) if self.tokenizer else "" for t in out.tokens
+        ]
+        return GenerationResult(texts, out.tokens, out.finish_reasons, out.from_draft, out.stats)
+
+    def _request(
+        self,
+        prompts: Prompt | Sequence[Prompt],
+        chat: bool | None,
+        seed: int | Sequence[int] | None,
+        num_samples: int,
+        max_new_tokens: int,
+        sampling: SamplingConfig,
+        stop_strings: tuple[str, ...],
+        stream: StreamCallback | None,
+    ) -> Request:
+        """The decoders' request for these prompts, once they fit: encoded, each repeated ``num_samples``
+        times with its own seed key."""
         batch = as_batch(prompts)
         seeds = check_seeds(seed, len(batch))
         encoded = [self.encode(p, chat) for p in batch]
@@ -208,7 +230,7 @@ class Pipeline:
         self.engine.check_fits(
             len(encoded) * num_samples, self.engine.first_capacity(longest + max_new_tokens)
         )
-        request = Request(
+        return Request(
             prompts=[ids for ids in encoded for _ in range(num_samples)],
             sampling=sampling,
             stop=StopCriteria(
@@ -220,8 +242,3 @@ class Pipeline:
             keys=row_keys(seeds, num_samples),
             callback=stream,
         )
-        out = method.decode(self.engine, self.drafter if method.needs_drafter else None, request)
-        texts = [
-            self.tokenizer.decode(t, skip_special_tokens=True) if self.tokenizer else "" for t in out.tokens
-        ]
-        return GenerationResult(texts, out.tokens, out.finish_reasons, out.from_draft, out.stats)

@@ -107,7 +107,7 @@ COMMANDS = (
     Command(
         ("data", "answers"),
         "the target's own answers to prompts, cached",
-        f"{C}.data",
+        f"{C}.data_answers",
         "add_answers_arguments",
         "run_answers",
     ),

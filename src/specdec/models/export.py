@@ -166,18 +166,7 @@ def export_for_serving(
     if not any((target_folder / f).is_file() for f in TOKENIZER_CORE):
         raise InvalidArgumentError(f"target folder {target_folder} has no tokenizer file ({TOKENIZER_CORE})")
     model, tokenizer = _load_draft(name, cache)
-    target_tokens = AutoTokenizer.from_pretrained(target_folder).get_vocab()
-    if tokenizer is not None and tokenizer.get_vocab() != target_tokens:
-        raise InvalidArgumentError(
-            f"the draft's tokenizer ({len(tokenizer)} entries) differs from the target's: vLLM would verify "
-            "its token ids against other words; export a draft trained with the target's tokenizer"
-        )
-    architecture = (model.config.architectures or [type(model).__name__])[0]
-    if architecture not in VLLM_ARCHITECTURES:
-        raise InvalidArgumentError(
-            f"draft architecture {architecture} was not checked against vLLM's registry; checked: "
-            f"{', '.join(VLLM_ARCHITECTURES)}"
-        )
+    architecture = _servable_architecture(model, tokenizer, target_folder)
     vocab = AutoConfig.from_pretrained(target_folder).get_text_config().vocab_size
     padded_from = _fit_vocabulary(model, vocab, target_folder)
     model = model.to(torch_dtype)
@@ -197,6 +186,30 @@ def export_for_serving(
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "specdec_version": importlib.metadata.version("specdec"),
     }
+    _write_folder(output, model, target_folder, record)
+    return ServingExport(output, target_folder, record)
+
+
+def _servable_architecture(model: PreTrainedModel, tokenizer: Any, target_folder: Path) -> str:
+    """The draft's architecture, once it is one vLLM loads and verifies against the target's words."""
+    target_tokens = AutoTokenizer.from_pretrained(target_folder).get_vocab()
+    if tokenizer is not None and tokenizer.get_vocab() != target_tokens:
+        raise InvalidArgumentError(
+            f"the draft's tokenizer ({len(tokenizer)} entries) differs from the target's: vLLM would verify "
+            "its token ids against other words; export a draft trained with the target's tokenizer"
+        )
+    architecture = (model.config.architectures or [type(model).__name__])[0]
+    if architecture not in VLLM_ARCHITECTURES:
+        raise InvalidArgumentError(
+            f"draft architecture {architecture} was not checked against vLLM's registry; checked: "
+            f"{', '.join(VLLM_ARCHITECTURES)}"
+        )
+    return architecture
+
+
+def _write_folder(output: Path, model: PreTrainedModel, target_folder: Path, record: dict) -> None:
+    """Write the folder beside ``output`` and move it into place whole: a failed export leaves no half
+    folder, and a server reading the old one never sees a mix."""
     tmp = _fresh_folder(output)
     try:
         model.save_pretrained(tmp)
@@ -212,7 +225,6 @@ def export_for_serving(
         os.replace(tmp, output)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return ServingExport(output, target_folder, record)
 
 
 def serve_commands(export: ServingExport, k: int = 5) -> dict[str, str]:

@@ -214,43 +214,8 @@ def load_model(
         device = resolve_device(device)
     cache = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     name = os.fspath(name_or_path)
-    path = Path(name).expanduser()
     kwargs = {"dtype": torch_dtype, "device_map": device_map, "attn_implementation": attn_implementation}
-    folder: Path | None = None
-
-    def load_base(base: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-        loaded = load_model(base, cache_dir=cache)
-        return loaded.model, loaded.tokenizer
-
-    if name in BUILTIN_MODELS:
-        folder, source = _builtin_folder(BUILTIN_MODELS[name], cache), f"builtin:{name}"
-    elif name in (drafts := packaged_drafts()):
-        folder, source = packaged_folder(name, drafts[name], cache, load_base), f"builtin:{name}"
-    elif path.is_dir() and (path / MANIFEST).is_file():
-        folder, source = packaged_folder(exported_folder_name(path), path, cache, load_base), str(path)
-    elif path.is_dir():
-        if not (path / "config.json").is_file():
-            ggufs = sorted(path.glob("*.gguf"))
-            hint = f"; to load a GGUF file pass its path, e.g. {ggufs[0]}" if ggufs else ""
-            raise ModelNotFoundError(f"model directory {path} has no config.json{hint}")
-        folder, source = path, str(path)
-    elif path.is_file() and path.suffix.lower() == ".gguf":
-        folder, source = _gguf_folder(path, cache), str(path.resolve())
-    elif path.exists():
-        raise ModelNotFoundError(f"{path} is neither a model directory (with config.json) nor a .gguf file")
-    elif name.endswith(_FILE_SUFFIXES) or (
-        not _HUB_ID.match(name) and (os.sep in name or "/" in name or name.startswith((".", "~")))
-    ):
-        raise ModelNotFoundError(f"model path {path} does not exist")
-    elif "/" not in name:
-        builtins = ", ".join([*BUILTIN_MODELS, *packaged_drafts()])
-        raise ModelNotFoundError(
-            f"unknown model {name!r}: not a built-in name ({builtins}), an existing "
-            "directory, a .gguf file, or an 'org/name' hub id"
-        )
-    else:
-        source = name
-
+    folder, source = _locate(name, cache)
     if folder is not None:
         model = AutoModelForCausalLM.from_pretrained(folder, **kwargs)
         tokenizer = AutoTokenizer.from_pretrained(folder)
@@ -263,3 +228,41 @@ def load_model(
         # positions are masked out by the attention mask and never scored.
         tokenizer.pad_token = tokenizer.eos_token
     return LoadedModel(model.eval(), tokenizer, source)
+
+
+def _locate(name: str, cache: Path) -> tuple[Path | None, str]:
+    """(the local folder to load, the source to record) for a model name or path, in load_model's order;
+    no folder for a hub id. Fails here, with what was meant, before anything is loaded."""
+    path = Path(name).expanduser()
+
+    def load_base(base: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+        loaded = load_model(base, cache_dir=cache)
+        return loaded.model, loaded.tokenizer
+
+    if name in BUILTIN_MODELS:
+        return _builtin_folder(BUILTIN_MODELS[name], cache), f"builtin:{name}"
+    if name in (drafts := packaged_drafts()):
+        return packaged_folder(name, drafts[name], cache, load_base), f"builtin:{name}"
+    if path.is_dir() and (path / MANIFEST).is_file():
+        return packaged_folder(exported_folder_name(path), path, cache, load_base), str(path)
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            ggufs = sorted(path.glob("*.gguf"))
+            hint = f"; to load a GGUF file pass its path, e.g. {ggufs[0]}" if ggufs else ""
+            raise ModelNotFoundError(f"model directory {path} has no config.json{hint}")
+        return path, str(path)
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        return _gguf_folder(path, cache), str(path.resolve())
+    if path.exists():
+        raise ModelNotFoundError(f"{path} is neither a model directory (with config.json) nor a .gguf file")
+    if name.endswith(_FILE_SUFFIXES) or (
+        not _HUB_ID.match(name) and (os.sep in name or "/" in name or name.startswith((".", "~")))
+    ):
+        raise ModelNotFoundError(f"model path {path} does not exist")
+    if "/" not in name:
+        builtins = ", ".join([*BUILTIN_MODELS, *packaged_drafts()])
+        raise ModelNotFoundError(
+            f"unknown model {name!r}: not a built-in name ({builtins}), an existing "
+            "directory, a .gguf file, or an 'org/name' hub id"
+        )
+    return None, name

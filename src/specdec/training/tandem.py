@@ -199,14 +199,7 @@ def train_tandem(
 ) -> Path:
     """Train ``model`` (a TandemModel, or a plain draft for ``architecture="draft"``) on ``cache``;
     returns the folder of the best checkpoint by held-out accepted tokens at γ = 5."""
-    if isinstance(model, TandemModel) != (config.architecture == "tandem"):
-        raise InvalidArgumentError(
-            f"architecture {config.architecture!r} does not match {type(model).__name__}"
-        )
-    if isinstance(model, TandemModel) and set(model.layer_map) - set(cache.hidden_layers):
-        raise InvalidArgumentError(
-            f"the secondary reads primary layers {model.layer_map} but the cache holds {cache.hidden_layers}"
-        )
+    _check_pair(model, cache, config)
     output = Path(config.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
@@ -264,6 +257,19 @@ def train_tandem(
             break
     accelerator.end_training()  # destroys the process group: gloo's threads left alive can abort the exit
     return output / "best"
+
+
+def _check_pair(model: TandemModel | PreTrainedModel, cache: PrimaryCache, config: TandemTrainConfig) -> None:
+    """Fail before training starts where the model is not the configured kind or reads primary layers the
+    cache does not hold."""
+    if isinstance(model, TandemModel) != (config.architecture == "tandem"):
+        raise InvalidArgumentError(
+            f"architecture {config.architecture!r} does not match {type(model).__name__}"
+        )
+    if isinstance(model, TandemModel) and set(model.layer_map) - set(cache.hidden_layers):
+        raise InvalidArgumentError(
+            f"the secondary reads primary layers {model.layer_map} but the cache holds {cache.hidden_layers}"
+        )
 
 
 def _distil_step(

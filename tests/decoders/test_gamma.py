@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from specdec.decoders import AdaptiveGamma, FixedGamma, HeuristicGamma, make_gamma_policy
 from specdec.decoders.costs import CallCosts
-from specdec.decoders.gamma import MAX_PROBE_WAIT, StepResult, expected_tokens
+from specdec.decoders.gamma import MAX_PROBE_WAIT
+from specdec.decoders.policy import StepResult, expected_tokens
 from specdec.errors import InvalidArgumentError
 
 

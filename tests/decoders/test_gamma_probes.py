@@ -4,7 +4,8 @@ import math
 import random
 
 from specdec.decoders import AdaptiveGamma, FixedGamma
-from specdec.decoders.gamma import MAX_PROBE_WAIT, StepResult
+from specdec.decoders.gamma import MAX_PROBE_WAIT
+from specdec.decoders.policy import StepResult
 
 
 class CountsEmptyProbes(AdaptiveGamma):

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specdec.decoders.gamma import AdaptiveGamma, StepResult
+from specdec.decoders.gamma import AdaptiveGamma
+from specdec.decoders.policy import StepResult
 
 WIDTH, ALPHA, RESCUE = 2, 0.5, 0.4
 

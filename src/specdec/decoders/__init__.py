@@ -4,10 +4,11 @@ objects that name them with their settings."""
 from specdec.decoders.autoregressive import PlainDecoding
 from specdec.decoders.bild import BiLD, bild_verify, rollback_distance
 from specdec.decoders.common import DecodeResult, Request
-from specdec.decoders.gamma import AdaptiveGamma, FixedGamma, GammaPolicy, HeuristicGamma, make_gamma_policy
+from specdec.decoders.gamma import AdaptiveGamma, FixedGamma, HeuristicGamma, make_gamma_policy
 from specdec.decoders.loop import DraftVerifyLoop, StepOutput
 from specdec.decoders.method import DecodingMethod
 from specdec.decoders.methods import METHODS, make_method
+from specdec.decoders.policy import GammaPolicy
 from specdec.decoders.speculative import SpeculativeSampling, coupled_verify, rejection_verify
 from specdec.decoders.stats import GenerationStats
 from specdec.decoders.stopping import StopCriteria, StreamCallback

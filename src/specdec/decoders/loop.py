@@ -20,7 +20,7 @@ import torch
 
 from specdec.decoders.blocks import accepted_nodes, cap, keep_settled, provenance, verify_block
 from specdec.decoders.common import DecodeResult, Request, context_full, finish, target_choice
-from specdec.decoders.gamma import GammaPolicy, StepResult
+from specdec.decoders.policy import GammaPolicy, StepResult
 from specdec.decoders.siblings import chain_outcome
 from specdec.decoders.stats import GenerationStats
 from specdec.decoders.stopping import GREEDY, Rows, StopCriteria

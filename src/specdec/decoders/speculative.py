@@ -23,9 +23,10 @@ import torch
 import torch.nn.functional as F
 
 from specdec.decoders.common import Request, target_choice
-from specdec.decoders.gamma import GammaPolicy, make_gamma_policy
+from specdec.decoders.gamma import make_gamma_policy
 from specdec.decoders.loop import DraftVerifyLoop
 from specdec.decoders.method import DecodingMethod
+from specdec.decoders.policy import GammaPolicy
 from specdec.drafters import Draft, Drafter
 from specdec.engine import Engine
 from specdec.errors import InvalidArgumentError

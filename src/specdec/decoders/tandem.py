@@ -16,9 +16,10 @@ from typing import ClassVar
 import torch
 
 from specdec.decoders.common import Request
-from specdec.decoders.gamma import FixedGamma, check_gamma
+from specdec.decoders.gamma import FixedGamma
 from specdec.decoders.loop import DraftVerifyLoop
 from specdec.decoders.method import DecodingMethod
+from specdec.decoders.policy import check_gamma
 from specdec.decoders.speculative import target_choices
 from specdec.drafters import Draft, Drafter
 from specdec.engine import Engine

@@ -173,19 +173,9 @@ def train_bita(
     for step in bar:
         batch = _batch_at(train, config, step, adapter.num_masks, book)
         batch = {k: v[rows].to(accelerator.device) for k, v in batch.items()}  # this process's rows of it
-        with autocast:
-            logits = sar_logits(model, adapter, batch)
-        share = batch_share(int((batch["labels"] != IGNORE).sum()), accelerator)
-        loss = sar_loss(logits, batch["labels"]) * share
-        loss.backward()
-        sync_gradients(adapter.parameters(), accelerator)
-        if config.grad_clip:
-            torch.nn.utils.clip_grad_norm_(adapter.parameters(), config.grad_clip)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad()
+        loss = _sar_step(model, adapter, batch, config, book, autocast)
         record = {"step": step + 1, "processes": accelerator.num_processes}
-        record |= {"loss": batch_mean(loss, accelerator).item(), "lr": scheduler.get_last_lr()[0]}
+        record |= {"loss": loss, "lr": scheduler.get_last_lr()[0]}
         record |= {"sar_tokens_seen": book.tokens_seen, "elapsed_s": book.elapsed()}
         last = step + 1 == config.steps
         if (step + 1) % config.eval_every == 0 or last:
@@ -198,6 +188,26 @@ def train_bita(
             break
     accelerator.end_training()  # destroys the process group: gloo's threads left alive can abort the exit
     return output / "best"
+
+
+def _sar_step(
+    model, adapter: BiTAAdapter, batch: dict, config: BiTATrainConfig, book: RunBook, autocast
+) -> float:
+    """One optimiser step of the adapter on this process's rows of a batch, the forward under ``autocast``;
+    returns the batch's mean SAR loss over every process."""
+    accelerator = book.accelerator
+    with autocast:
+        logits = sar_logits(model, adapter, batch)
+    share = batch_share(int((batch["labels"] != IGNORE).sum()), accelerator)
+    loss = sar_loss(logits, batch["labels"]) * share
+    loss.backward()
+    sync_gradients(adapter.parameters(), accelerator)
+    if config.grad_clip:
+        torch.nn.utils.clip_grad_norm_(adapter.parameters(), config.grad_clip)
+    book.optimizer.step()
+    book.scheduler.step()
+    book.optimizer.zero_grad()
+    return batch_mean(loss, accelerator).item()
 
 
 def _batch_at(train: list, config: BiTATrainConfig, step: int, num_masks: int, book: RunBook) -> dict:

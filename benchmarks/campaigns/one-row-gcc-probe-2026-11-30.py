@@ -1,14 +1,16 @@
 """Probe: the compiled engine's one-token step with and without GCC_REGISTER_OPTIONS, on an AVX2-only CPU.
 
 Why: on the AVX2-only EPYC (family 23) `gemm-rows-probe-2026-11-29.py` found the options 5-6 % dearer for one
-SmolLM2 linear at 1-2 rows and 9-20 % cheaper at 3-9 rows (`results/gemm_rows_probe_2026-11-30_zen1.log`; on the
-AVX-512 EPYC one to four rows cost the same either way). If the whole one-token step is cheaper without them, the
-one-token graph could be built without them and the verify graphs with them. Two engines on two copies of
-SmolLM2-135M (fp32), each `compile_steps(one_token=True)`, the second with `gcc_options` returning nothing when it
-builds; then one-token steps at a 300-token context (rolled back after each) and 5-token blocks, 7 rounds of 20
-calls alternating engine by engine; prints the median round's ms a call, and whether the logits agree bitwise.
+SmolLM2 linear at 1-2 rows and 9-20 % cheaper at 3-9 rows (`results/gemm_rows_probe_2026-11-30_zen1.log`; on
+the AVX-512 EPYC one to four rows cost the same either way). If the whole one-token step is cheaper without
+them, the one-token graph could be built without them and the verify graphs with them. Two engines on two
+copies of SmolLM2-135M (fp32), each `compile_steps(one_token=True)`, the second with `gcc_options` returning
+nothing when it builds; then one-token steps at a 300-token context (rolled back after each) and 5-token
+blocks, 7 rounds of 20 calls alternating engine by engine; prints the median round's ms a call, and whether
+the logits agree bitwise. Run with jemalloc, the machine to itself (its output, less the model-loading bars:
+`benchmarks/results/one_row_gcc_probe_2026-11-30.log`):
 
-    python benchmarks/campaigns/one-row-gcc-probe-2026-11-30.py > benchmarks/results/one_row_gcc_probe_2026-11-30.log
+    python benchmarks/campaigns/one-row-gcc-probe-2026-11-30.py
 """
 
 import copy

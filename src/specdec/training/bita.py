@@ -29,7 +29,7 @@ from specdec.models.bita import BiTAAdapter
 from specdec.training.answers import TargetAnswer
 from specdec.training.bookkeeping import RunBook, check_time_limit
 from specdec.training.checkpoints import checkpoints_in, warmup_cosine
-from specdec.training.distributed import batch_mean, batch_share, rank_rows, sync_gradients, sync_weights
+from specdec.training.distributed import batch_mean, batch_share, optimiser_step, rank_rows, sync_weights
 from specdec.training.sar import EFFICIENT, IGNORE, accepted_per_step, sar_batch, sar_logits, sar_loss
 
 
@@ -201,12 +201,7 @@ def _sar_step(
     share = batch_share(int((batch["labels"] != IGNORE).sum()), accelerator)
     loss = sar_loss(logits, batch["labels"]) * share
     loss.backward()
-    sync_gradients(adapter.parameters(), accelerator)
-    if config.grad_clip:
-        torch.nn.utils.clip_grad_norm_(adapter.parameters(), config.grad_clip)
-    book.optimizer.step()
-    book.scheduler.step()
-    book.optimizer.zero_grad()
+    optimiser_step(list(adapter.parameters()), book.optimizer, book.scheduler, config.grad_clip, accelerator)
     return batch_mean(loss, accelerator).item()
 
 

@@ -87,3 +87,16 @@ def sync_gradients(parameters: Iterable[nn.Parameter], accelerator) -> None:
         for parameter in parameters:
             if parameter.grad is not None:
                 parameter.grad = accelerator.reduce(parameter.grad, reduction="mean")
+
+
+def optimiser_step(
+    parameters: list[nn.Parameter], optimizer, scheduler, grad_clip: float, accelerator
+) -> None:
+    """After ``backward``: the gradients averaged over the processes (:func:`sync_gradients`), clipped to
+    ``grad_clip`` (0: not clipped), one optimiser and schedule step, the gradients cleared."""
+    sync_gradients(parameters, accelerator)
+    if grad_clip:
+        torch.nn.utils.clip_grad_norm_(parameters, grad_clip)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad()

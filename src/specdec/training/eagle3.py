@@ -34,8 +34,8 @@ from specdec.training.distributed import (
     batch_count,
     batch_mean,
     global_denominator,
+    optimiser_step,
     rank_picks,
-    sync_gradients,
     sync_weights,
 )
 from specdec.training.primary_cache import PrimaryCache, micro_batches, split
@@ -222,11 +222,9 @@ def _train_step(
         loss += part.item()
         per_pass = [a + b for a, b in zip(per_pass, parts, strict=True)]
         answers += int((batch["next_is_answer"] & batch["valid"]).sum())
-    sync_gradients(model.parameters(), accelerator)
-    if config.grad_clip:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-    for step in (context["optimizer"].step, context["scheduler"].step, context["optimizer"].zero_grad):
-        step()
+    optimiser_step(
+        list(model.parameters()), context["optimizer"], context["scheduler"], config.grad_clip, accelerator
+    )
     return loss, per_pass, answers
 
 

@@ -33,7 +33,7 @@ from specdec.training.checkpoints import (
     warmup_cosine,
 )
 from specdec.training.data import fixed_windows, sample_windows
-from specdec.training.distributed import batch_mean, batch_share, rank_rows, sync_gradients, sync_weights
+from specdec.training.distributed import batch_mean, batch_share, optimiser_step, rank_rows, sync_weights
 from specdec.training.losses import check_distill_params, cross_entropy, distillation, mixed_loss
 
 PRESETS = {
@@ -207,18 +207,6 @@ def _resume(draft: PreTrainedModel, config: TrainConfig, output: Path, accelerat
     return draft, params, optimizer, scheduler, start_step
 
 
-def _optimise(loss: torch.Tensor, params, optimizer, scheduler, grad_clip: float, accelerator) -> None:
-    """Backward (``loss`` already weighted by this process's share), gradients summed over processes,
-    clipped, one optimiser and schedule step."""
-    loss.backward()
-    sync_gradients(params, accelerator)
-    if grad_clip:
-        torch.nn.utils.clip_grad_norm_(params, grad_clip)
-    optimizer.step()
-    scheduler.step()
-    optimizer.zero_grad()
-
-
 def _save(folder: Path, step: int, draft, tokenizer, optimizer, scheduler, accelerator) -> None:
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
@@ -281,7 +269,8 @@ def train_draft(
             batch.tokens[:, 1:].numel() if batch.mask is None else int(batch.mask.sum()), accelerator
         )
         terms = _losses(draft, exit_model, target, batch, config)
-        _optimise(terms["loss"] * share, params, optimizer, scheduler, config.grad_clip, accelerator)
+        (terms["loss"] * share).backward()  # weighted by this process's share of the batch
+        optimiser_step(params, optimizer, scheduler, config.grad_clip, accelerator)
         record = {"step": step + 1, "processes": accelerator.num_processes}
         record |= {name: batch_mean(value * share, accelerator).item() for name, value in terms.items()}
         record |= {"lambda": batch.weight, "source": batch.source, "lr": scheduler.get_last_lr()[0]}

@@ -435,11 +435,11 @@ def test_given_inputs_take_the_lean_path_and_equal_the_models_forward(model, mon
     """BiTA's mask tokens arrive as given embeddings, Tandem's primary states as given layer inputs: the
     lean path runs both (it was skipped for them: through transformers' forward a 6-wide BiTA block cost
     1.22 one-token steps against 1.07 for token ids) and gives bit for bit what the model's forward gives."""
-    import specdec.engine.engine as engine_module
+    import specdec.engine.forward as forward_module
 
     calls = []
-    lean = engine_module.lean_forward
-    monkeypatch.setattr(engine_module, "lean_forward", lambda *a, **k: calls.append(1) or lean(*a, **k))
+    lean = forward_module.lean_forward
+    monkeypatch.setattr(forward_module, "lean_forward", lambda *a, **k: calls.append(1) or lean(*a, **k))
     x = tokens(8)
     states = torch.randn(1, 4, model.config.hidden_size, generator=torch.Generator().manual_seed(2))
     where = torch.tensor([[False, True, False, True]])

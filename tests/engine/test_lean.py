@@ -137,7 +137,7 @@ def test_hidden_states_on_the_lean_path_are_the_model_forwards():
 def test_blocks_asking_for_hidden_states_run_the_lean_forward(monkeypatch):
     """The routing itself (both paths give the same numbers, so equality alone cannot show it): with the
     probe passed, a block that asks for hidden states, negative indices included, goes the lean way."""
-    import specdec.engine.engine as engine_module
+    import specdec.engine.forward as forward_module
 
     asked = []
 
@@ -145,7 +145,7 @@ def test_blocks_asking_for_hidden_states_run_the_lean_forward(monkeypatch):
         asked.append(args[6] if len(args) > 6 else kwargs.get("hidden_layers", ()))
         return lean_forward(*args, **kwargs)
 
-    monkeypatch.setattr(engine_module, "lean_forward", spy)
+    monkeypatch.setattr(forward_module, "lean_forward", spy)
     model = make_llama(VOCAB, seed=1)
     x = torch.randint(3, VOCAB, (1, 9), generator=torch.Generator().manual_seed(0))
     engine = Engine(model)

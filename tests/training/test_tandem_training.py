@@ -22,7 +22,8 @@ from specdec.pipeline import Pipeline
 from specdec.training import DraftShape, build_draft, generate_answers
 from specdec.training import primary_cache as cache_module
 from specdec.training.primary_cache import CacheSpec, PrimaryCache, build_primary_cache, sequence_of, split
-from specdec.training.tandem import TandemTrainConfig, evaluate_on_cache, train_tandem
+from specdec.training.tandem import TandemTrainConfig, train_tandem
+from specdec.training.tandem_objective import evaluate_on_cache
 from tiny import make_llama, make_tokenizer
 
 PROMPTS = [
@@ -461,7 +462,7 @@ def test_a_cache_resumes_only_from_the_same_answers_in_the_same_order(tmp_path, 
 
 
 def test_losses_on_answer_positions_match_the_masked_full_pass(primary, cache):
-    from specdec.training.tandem import answer_positions, losses, student_logits
+    from specdec.training.tandem_objective import answer_positions, losses, student_logits
 
     tandem, batch = tandem_for(primary), cache.batch([0, 5, 9])
     keep = answer_positions(batch)

@@ -33,7 +33,8 @@ from specdec.models.packaged import MANIFEST, drafter_digest
 from specdec.models.router import total_variation_topk
 from specdec.models.tandem import CONFIG_FILE as TANDEM_CONFIG
 from specdec.training.primary_cache import PrimaryCache, split
-from specdec.training.tandem import evaluate_on_cache, load_checkpoint, student_logits
+from specdec.training.tandem import load_checkpoint
+from specdec.training.tandem_objective import evaluate_on_cache, student_logits
 
 
 def _named(values: list[str], what: str) -> dict[str, Path]:

@@ -43,7 +43,11 @@ def add_tandem_arguments(parser: argparse.ArgumentParser) -> None:
         default="random",
         help="random: the paper; identity: each copied layer starts reading the primary's own input to it",
     )
-    opt = parser.add_argument_group("optimisation")
+    _add_optimisation_arguments(parser.add_argument_group("optimisation"))
+    parser.add_argument("--cache-dir", default=None)
+
+
+def _add_optimisation_arguments(opt) -> None:
     opt.add_argument(
         "--gamma", type=positive_int, default=2, help="γ_train, the block length of the training mask"
     )
@@ -80,7 +84,6 @@ def add_tandem_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="autocast (auto: AVX-512 BF16/AMX CPU or GPU)",
     )
-    parser.add_argument("--cache-dir", default=None)
 
 
 def run_train_tandem(args: argparse.Namespace) -> Path:

@@ -20,10 +20,11 @@ import torch
 
 from specdec.decoders.blocks import accepted_nodes, cap, keep_settled, provenance, verify_block
 from specdec.decoders.common import DecodeResult, Request, context_full, finish, target_choice
+from specdec.decoders.lengths import check_draft_cap, draft_length, usable_lengths
 from specdec.decoders.policy import GammaPolicy, StepResult
 from specdec.decoders.siblings import chain_outcome
 from specdec.decoders.stats import GenerationStats
-from specdec.decoders.stopping import GREEDY, Rows, StopCriteria
+from specdec.decoders.stopping import GREEDY, StopCriteria
 from specdec.drafters import Draft, Drafter, Feedback
 from specdec.drafters.routed import route_options
 from specdec.engine import Engine
@@ -38,46 +39,6 @@ from specdec.sampling import (
 # rule(draft, target logits at [pending, draft tokens] [B, γ+1, V], the rows' sampling, draws) -> what
 # each row keeps (a count for chains, a path for trees) and what follows
 VerifyRule = Callable[[Draft, torch.Tensor, Sampling, Draws], Verification | TreeVerification]
-
-NO_LIMIT = 2**31  # more draft tokens than any block holds
-
-
-def usable_lengths(rows: Rows, target: Engine) -> torch.Tensor:
-    """``[B]`` draft tokens each row can use: what its token budget and the target's context window
-    leave after the pending token (each row's own, so no other row changes what it verifies)."""
-    usable = torch.tensor([min(r, NO_LIMIT) for r in rows.remaining()]) - 1  # budgets may exceed int64
-    caps = [rows.draft_caps[row] for row in rows.active]
-    if any(c is not None for c in caps):  # requests that asked for shorter drafts, or none
-        usable = torch.minimum(usable, torch.tensor([NO_LIMIT if c is None else c for c in caps]))
-    room = target.room()
-    if room is not None:  # the pending token and the draft tokens need 1 + length positions
-        usable = torch.minimum(usable, room - 1)
-    return usable.clamp(min=0)
-
-
-def check_draft_cap(draft_cap: int | None, drafter: Drafter) -> None:
-    if draft_cap is None:
-        return
-    if isinstance(draft_cap, bool) or not isinstance(draft_cap, int) or draft_cap < 0:
-        raise InvalidArgumentError(f"draft_cap must be an integer >= 0 or None, got {draft_cap!r}")
-    if drafter.block_positions:
-        raise InvalidArgumentError("a per-request draft cap needs a chain drafter, not a tree")
-
-
-def draft_length(policy: GammaPolicy | None, usable: torch.Tensor, target: Engine, drafter: Drafter) -> int:
-    """γ for this step: the policy's choice (a tree drafter's own block size), cut to what the row
-    that can use the most can use, and to the context windows of target and drafter for the row
-    nearest its end (a drafter may run on the target's engine: an early exit) (0: a plain step)."""
-    if policy is None:  # plain decoding
-        return 0
-    wanted = drafter.block_positions or policy.next_gamma(len(usable))
-    gamma = min(wanted, int(usable.max()))
-    room = target.room()
-    if room is not None:
-        gamma = min(gamma, int(room.min()) - 1)
-    if drafter.context_size is not None:  # a drafter reads up to the γ-th position after the pending one
-        gamma = min(gamma, drafter.context_size - int(target.num_tokens.max()))
-    return max(gamma, 0)
 
 
 @dataclass

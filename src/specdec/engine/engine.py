@@ -11,34 +11,30 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from functools import partial
 
 import torch
-from torch import nn
 from transformers import PreTrainedModel
 
 from specdec.engine.attention import use_grouped_attention
 from specdec.engine.batch import BatchState
 from specdec.engine.cache import SlotCache
-from specdec.engine.graphs import StepGraphs, masks_to
+from specdec.engine.forward import ModelCalls
+from specdec.engine.graphs import StepGraphs
 from specdec.engine.kernels import pack_linear_layers, packing_supported, two_token_forward
 from specdec.engine.layout import BlockLayout
-from specdec.engine.lean import lean_forward, lean_forward_matches
+from specdec.engine.lean import lean_forward_matches
 from specdec.engine.modeling import (
     attention_masks,
     check_rollback_support,
     context_size,
-    given_layer_inputs,
-    plain_causal,
-    with_cache,
 )
 from specdec.engine.output import ExtendOutput
 from specdec.engine.static_steps import STATIC_WIDTHS, StaticSteps
 from specdec.errors import InvalidArgumentError
 
 
-class Engine(BatchState, BlockLayout, StaticSteps):
+class Engine(BatchState, BlockLayout, ModelCalls, StaticSteps):
     """Prefill, extend, roll back and (for trees) keep a path, over one batch of rows.
 
     Every method that touches the cache or the slot bookkeeping runs under inference mode, so the
@@ -165,50 +161,22 @@ class Engine(BatchState, BlockLayout, StaticSteps):
             raise InvalidArgumentError(f"block has {batch} rows but the engine holds {self.batch_size}")
         token_mask, block = self._block_mask(batch, width, token_mask, tree_mask)
         positions = self._positions(block, positions)
-        # The model's own stack: a compiled static step, a graph's replay (hidden states included, as a
-        # drafter reading them asks at every verify) or the lean path can run it, over token ids or given
-        # embeddings (BiTA's mask tokens; a compiled step traces a graph of its own for them): where the
-        # lean probe found the lean path equal to the model's forward over token ids, that forward does
-        # nothing between the embedding table and the layers. Given layer inputs (Tandem's primary states)
-        # arrive through the layers' own forward pre-hooks, which the lean path's layer calls run as the
-        # model's forward does; a compiled step would not run them.
+        # Only the model's own stack runs as a compiled static step or a graph's replay (hidden states and
+        # given embeddings such as BiTA's masks included): given layer inputs (Tandem's primary states)
+        # arrive through the layers' forward pre-hooks, which a compiled step would not run and the lean
+        # path's layer calls do. The lean path runs where its probe found it equal to the model's forward.
         own_stack = model is None and not layer_inputs
         padded, static = self._step_kind(width, own_stack)
         lean = model is None and not static and (self.lean_hidden if hidden_layers else self.lean)
         run_width = self.graphs.width if padded else width
-        self._make_room(run_width)
-        block |= torch.eye(width, dtype=torch.bool)  # padding rows attend to themselves
-        first, past = self._visible(width, sees_reserved)
-        start = self.slots.length
-        tokens, mask, positions, key_pos, write_slots, read_end = self._layout(
-            tokens, past, block, positions, first, run_width if static else None
-        )
-        self.cache.write_start, self.cache.read_start, self.cache.read_end = start, first, read_end
-        if padded:  # the graphs copy the inputs into their own buffers on the device
-            given = None if embeds is None else self._padded_embeds(embeds, embeds_mask, run_width)
-            out = self._replay(tokens, mask, positions, key_pos, write_slots, width, hidden_layers, given)
-            logits = out.logits if num_logits is None else out.logits[:, -num_logits:]
-            # A graph's output buffers are overwritten by its next replay: keep copies.
-            hidden = {i: h.clone() for i, h in out.hidden_states.items()}
-            output = ExtendOutput(logits=logits.clone(), hidden_states=hidden)
+        layout = self._place(tokens, block, positions, sees_reserved, run_width, static)
+        given_embeds = (embeds, embeds_mask)
+        if padded:
+            output = self._replay_block(layout, width, run_width, given_embeds, num_logits, hidden_layers)
         else:
-            # The lean path hands each layer its mask as it is, so a plain causal block may go without.
-            masks = (
-                None
-                if lean and plain_causal(self.config, mask)
-                else masks_to(attention_masks(self.config, self.dtype, mask, positions, key_pos), self.device)
-            )
-            output = self._forward(
-                self.compiled if static else self.model if model is None else model,
-                self._inputs(tokens.to(self.device), embeds, embeds_mask),
-                positions.to(self.device),
-                masks,
-                write_slots,
-                (layer_inputs, layer_input_mask),
-                num_logits=num_logits,
-                hidden_layers=hidden_layers,
-                lean=lean,
-            )
+            runner = self.compiled if static else self.model if model is None else model
+            given = (layer_inputs, layer_input_mask)
+            output = self._eager_block(runner, layout, lean, given_embeds, given, num_logits, hidden_layers)
         self.slots.write(token_mask, positions)
         return output
 
@@ -220,74 +188,6 @@ class Engine(BatchState, BlockLayout, StaticSteps):
         padded = self.graphs is not None and own_stack and allocated and width <= self.graphs.width
         compiled = self.compiled is not None and own_stack and allocated
         return padded, padded or (compiled and self._smallest_static <= width <= STATIC_WIDTHS)
-
-    def _padded_embeds(self, embeds: torch.Tensor, embeds_mask, run_width: int) -> tuple[torch.Tensor, ...]:
-        """Given embeddings ``[B, T, d]`` and where they apply ``[B, T]`` (all if None), padded to a static
-        step's width (the padding takes its tokens' own), in the model's dtype on its device."""
-        batch, width, size = embeds.shape
-        replaced = torch.zeros(batch, run_width, dtype=torch.bool, device=self.device)
-        replaced[:, :width] = True if embeds_mask is None else embeds_mask.to(self.device)
-        padded = torch.zeros(batch, run_width, size, dtype=self.dtype, device=self.device)
-        padded[:, :width] = embeds.to(self.device, self.dtype)
-        return padded, replaced
-
-    def _inputs(self, tokens: torch.Tensor, embeds, embeds_mask) -> dict[str, torch.Tensor]:
-        """The model's inputs: token ids, or embeddings with given ones where ``embeds_mask`` says."""
-        if embeds is None:
-            return {"input_ids": tokens}
-        own = self.model.get_input_embeddings()(tokens)
-        given = embeds.to(own.device, own.dtype)
-        if embeds_mask is not None:
-            given = torch.where(embeds_mask.to(own.device)[..., None], given, own)
-        return {"inputs_embeds": given}
-
-    def _forward(
-        self, runner, inputs, positions, masks, write_slots, given, *, num_logits, hidden_layers, lean
-    ) -> ExtendOutput:
-        """One forward of ``runner`` over the cache, writing to ``write_slots`` (a static step's) or after
-        the last slot, with ``given`` (layer inputs, their mask) in place of the layers' own inputs."""
-        layer_inputs, input_mask = given
-        context = given_layer_inputs(runner, layer_inputs, input_mask) if layer_inputs else nullcontext()
-        self.cache.slots = None if write_slots is None else write_slots.to(self.device)
-        try:
-            with context:
-                return self._call(
-                    runner, inputs, positions, masks, num_logits, hidden_layers, lean, write_slots is not None
-                )
-        finally:
-            self.cache.slots = None
-
-    def _call(
-        self, runner, inputs, positions, masks, num_logits, hidden_layers, lean, static
-    ) -> ExtendOutput:
-        """The lean path where it applies, else the model's own forward (a static step computes every
-        position's logits: one graph fewer)."""
-        if lean:
-            return lean_forward(
-                self.model,
-                inputs.get("input_ids"),
-                positions,
-                masks,
-                self.cache,
-                num_logits,
-                hidden_layers,
-                inputs_embeds=inputs.get("inputs_embeds"),
-            )
-        kwargs = {}
-        if self._takes_logits_to_keep and num_logits is not None and not static:
-            kwargs["logits_to_keep"] = num_logits
-        owner = runner if isinstance(runner, nn.Module) else self.model  # a compiled step is a function
-        out = runner(
-            **inputs,
-            position_ids=positions,
-            attention_mask=masks,
-            **with_cache(owner, self.cache),
-            use_cache=True,
-            output_hidden_states=bool(hidden_layers),
-            **kwargs,
-        )
-        logits = out.logits if num_logits is None else out.logits[:, -num_logits:]
-        return ExtendOutput(logits=logits, hidden_states={i: out.hidden_states[i] for i in hidden_layers})
 
     def prefill(
         self,

@@ -32,6 +32,17 @@ class BlockLayout:
             raise PromptError(f"sequence exceeds the model's context of {self.max_positions} tokens")
         return positions
 
+    def _place(self, tokens, block, positions, sees_reserved, run_width: int, static: bool) -> tuple:
+        """Make room for a block run at ``run_width`` tokens, lay it out (:meth:`_layout`) and point the
+        cache's writes and reads at it: returns (tokens, mask, positions, key positions, write slots)."""
+        self._make_room(run_width)
+        block |= torch.eye(block.shape[-1], dtype=torch.bool)  # padding rows attend to themselves
+        first, past = self._visible(block.shape[-1], sees_reserved)
+        start = self.slots.length
+        *layout, read_end = self._layout(tokens, past, block, positions, first, run_width if static else None)
+        self.cache.write_start, self.cache.read_start, self.cache.read_end = start, first, read_end
+        return tuple(layout)
+
     def _layout(self, tokens, past, block, positions, first: int, run_width: int | None) -> tuple:
         """(tokens, mask, positions, key positions, write slots, read end) of the forward: an eager block
         reads up to its bucketed end and writes after the last slot; a static step (``run_width`` given)

@@ -1,11 +1,9 @@
 """Sampling primitives: logits processing, keyed randomness, verification rules."""
 
+from specdec.sampling.config import RowSampling, Sampling, SamplingConfig
 from specdec.sampling.noise import Draws, GeneratorDraws, KeyedDraws, Stream, row_keys
 from specdec.sampling.processors import (
     Entries,
-    RowSampling,
-    Sampling,
-    SamplingConfig,
     greedy_tokens,
     gumbel_argmax,
     logits_to_probs,

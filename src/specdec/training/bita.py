@@ -126,20 +126,9 @@ def split(answers: Sequence[TargetAnswer], fraction: float) -> tuple[list, list]
     return list(answers[:cut]), list(answers[cut:])
 
 
-def train_bita(
-    model: PreTrainedModel,
-    adapter: BiTAAdapter,
-    answers: Sequence[TargetAnswer],
-    config: BiTATrainConfig,
-) -> Path:
-    """Tune ``adapter`` on ``answers`` with ``model`` frozen; returns the best checkpoint's folder."""
-    output = Path(config.output_dir)
-    output.mkdir(parents=True, exist_ok=True)
-    accelerator = Accelerator(cpu=not torch.cuda.is_available())
-    train, heldout = split(answers, config.heldout_fraction)
-    heldout = heldout[: config.eval_sequences]
-    model.requires_grad_(False)
-    model.eval()
+def _start(adapter: BiTAAdapter, config: BiTATrainConfig, output: Path, accelerator) -> tuple:
+    """The adapter in train mode (its last checkpoint's weights when resuming), its schedule and run book
+    (the optimiser's and schedule's state restored)."""
     checkpoints = checkpoints_in(output) if config.resume else []
     if checkpoints:
         adapter = BiTAAdapter.from_pretrained(checkpoints[-1])
@@ -157,14 +146,33 @@ def train_bita(
     )
     if checkpoints:
         book.resume(checkpoints[-1])
+    return adapter, scheduler, book
+
+
+def train_bita(
+    model: PreTrainedModel,
+    adapter: BiTAAdapter,
+    answers: Sequence[TargetAnswer],
+    config: BiTATrainConfig,
+) -> Path:
+    """Tune ``adapter`` on ``answers`` with ``model`` frozen; returns the best checkpoint's folder."""
+    output = Path(config.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    train, heldout = split(answers, config.heldout_fraction)
+    heldout = heldout[: config.eval_sequences]
+    model.requires_grad_(False)
+    model.eval()
+    adapter, scheduler, book = _start(adapter, config, output, accelerator)
     # Neither is DDP-wrapped: the frozen model has nothing to train and the adapter is called by its parts
     model, adapter = model.to(accelerator.device), adapter.to(accelerator.device)
     sync_weights(adapter, accelerator)
     rows = rank_rows(config.batch_size, accelerator)
     book.write_config(config)
     autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
+    steps = range(book.step, config.steps)
     bar = tqdm(
-        range(book.step, config.steps),
+        steps,
         initial=book.step,
         total=config.steps,
         desc="train bita",

@@ -228,20 +228,11 @@ def _train_step(
     return loss, per_pass, answers
 
 
-def train_eagle3(
-    head: Eagle3Head, embeddings: torch.Tensor, cache: PrimaryCache, config: Eagle3TrainConfig, verifier: dict
-) -> Path:
-    """Train ``head`` (reading the frozen target ``embeddings``) on ``cache``; returns the best checkpoint's
-    folder, in the speculators layout (``verifier``: the target's name and architectures)."""
-    check_cache(head, cache)
-    output = Path(config.output_dir)
-    output.mkdir(parents=True, exist_ok=True)
-    accelerator = Accelerator(cpu=not torch.cuda.is_available())
-    train_ids, heldout_ids = split(cache, config.heldout_fraction)
-    heldout_ids = heldout_ids[: config.eval_sequences]
+def _start(head: Eagle3Head, config: Eagle3TrainConfig, output: Path, accelerator, verifier: dict) -> tuple:
+    """The head on the device in train mode (its last checkpoint's weights when resuming), its optimiser,
+    schedule and run book (their state restored), the weights the same in every process."""
     checkpoints = checkpoints_in(output) if config.resume else []
     head = load_head(checkpoints[-1]) if checkpoints else head
-    embeddings, index = embeddings.detach().to(accelerator.device), draft_index(head).to(accelerator.device)
     optimizer = torch.optim.AdamW(head.parameters(), lr=config.lr)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(config.warmup_steps, config.steps))
     model = head.to(accelerator.device).train()  # not DDP-wrapped: the passes call its parts (_train_step)
@@ -258,6 +249,22 @@ def train_eagle3(
         book.resume(checkpoints[-1])
     sync_weights(model, accelerator)
     book.write_config(config)
+    return model, optimizer, scheduler, book
+
+
+def train_eagle3(
+    head: Eagle3Head, embeddings: torch.Tensor, cache: PrimaryCache, config: Eagle3TrainConfig, verifier: dict
+) -> Path:
+    """Train ``head`` (reading the frozen target ``embeddings``) on ``cache``; returns the best checkpoint's
+    folder, in the speculators layout (``verifier``: the target's name and architectures)."""
+    check_cache(head, cache)
+    output = Path(config.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    train_ids, heldout_ids = split(cache, config.heldout_fraction)
+    heldout_ids = heldout_ids[: config.eval_sequences]
+    model, optimizer, scheduler, book = _start(head, config, output, accelerator, verifier)
+    embeddings, index = embeddings.detach().to(accelerator.device), draft_index(model)
 
     def score_and_log(record: dict) -> None:
         """Held-out scores into ``record`` (a better chain than the best's becomes the best), then the log."""
@@ -278,13 +285,9 @@ def train_eagle3(
             model, embeddings, cache, [train_ids[i] for i in picks], index, context
         )
         book.tokens_seen += batch_count(answers, accelerator)
-        record = {
-            "step": step + 1,
-            "processes": accelerator.num_processes,
-            "loss": batch_mean(torch.tensor(loss), accelerator).item(),
-            "loss_per_pass": per_pass,
-            "lr": scheduler.get_last_lr()[0],
-        }
+        record = {"step": step + 1, "processes": accelerator.num_processes}
+        loss = batch_mean(torch.tensor(loss), accelerator).item()
+        record |= {"loss": loss, "loss_per_pass": per_pass, "lr": scheduler.get_last_lr()[0]}
         record |= {"tokens_seen": book.tokens_seen, "elapsed_s": book.elapsed()}
         last = step + 1 == config.steps
         if (step + 1) % config.eval_every == 0 or last:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,7 @@ from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokeni
 
 from specdec.errors import InvalidArgumentError
 from specdec.inputs import check_count
-from specdec.models.tandem import TandemModel, fixed_blocks, logits_at
+from specdec.models.tandem import TandemModel
 from specdec.training.bookkeeping import RunBook, check_time_limit
 from specdec.training.checkpoints import (
     TRAINER_STATE_FILE,
@@ -40,10 +39,10 @@ from specdec.training.checkpoints import (
 )
 from specdec.training.distributed import batch_count, batch_mean, global_denominator, rank_picks
 from specdec.training.primary_cache import PrimaryCache, split
+from specdec.training.tandem_objective import answer_positions, evaluate_on_cache, losses, student_logits
 
 ARCHITECTURES = ("tandem", "draft")
 PRESETS = ("ce", "distil")
-EVAL_GAMMAS = (3, 5, 7)
 
 
 @dataclass
@@ -90,83 +89,6 @@ class TandemTrainConfig:
         return self.distill_weight if self.preset == "distil" and step >= self.steps // 2 else 0.0
 
 
-def student_logits(
-    model,
-    batch: dict,
-    gamma: int,
-    offset: int = 0,
-    tandem: bool | None = None,
-    keep: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """``[B, N, V]``: the Tandem block-causal pass with blocks of γ, or the plain draft's forward; with
-    ``keep`` (bool ``[B, N]``) only the logits at those positions, ``[keep.sum(), V]``.
-
-    ``tandem`` says which when ``model`` is wrapped (accelerate's DDP); by default its type does."""
-    tokens = batch["tokens"]
-    if isinstance(model, TandemModel) if tandem is None else tandem:
-        starts = fixed_blocks(tokens.shape[1], gamma, offset)[None]
-        return model(tokens, batch["hidden"], starts, valid=batch["valid"], keep=keep)
-    inputs = {"input_ids": tokens, "attention_mask": batch["valid"].long()}
-    return model(**inputs).logits if keep is None else logits_at(model, inputs, keep)
-
-
-def answer_positions(batch: dict) -> torch.Tensor:
-    """Bool ``[B, N]``: positions whose next token is an answer token (the last position never is)."""
-    return batch["next_is_answer"] & batch["valid"]
-
-
-def losses(logits: torch.Tensor, batch: dict, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """CE on the next answer token, and the soft CE to the primary's top-k distribution, both averaged
-    over answer positions; ``logits`` are those positions' only, ``[M, V]`` (see ``answer_positions``)."""
-    keep = answer_positions(batch)
-    logits = logits.float()
-    if not len(logits):
-        return logits.sum(), logits.sum()  # zero, still attached to the graph
-    targets = batch["tokens"][:, 1:][keep[:, :-1]]
-    ce = torch.nn.functional.cross_entropy(logits, targets)
-    teacher = torch.softmax(batch["topk_values"][keep].float() / temperature, dim=-1)
-    log_p = torch.log_softmax(logits / temperature, dim=-1).gather(-1, batch["topk_ids"][keep])
-    kd = -(teacher * log_p).sum(-1).mean() * temperature**2
-    return ce, kd
-
-
-@torch.no_grad()
-def evaluate_on_cache(
-    model: TandemModel | PreTrainedModel,
-    cache: PrimaryCache,
-    indices: Sequence[int],
-    gamma_train: int,
-    batch: int = 8,
-) -> dict:
-    """Held-out top-1 agreement, Σ_top-k min(p, q) ≤ α, and greedy SPEED tokens accepted per block of γ."""
-    was_training, device = model.training, next(model.parameters()).device
-    model.eval()
-    agree = alpha = positions = 0.0
-    accepted = {g: [0.0, 0] for g in EVAL_GAMMAS}
-    for start in range(0, len(indices), batch):
-        data = cache.batch(indices[start : start + batch], device)
-        mask = (data["next_is_answer"] & data["valid"])[:, :-1]
-        target = data["topk_ids"][:, :-1, 0]
-        logits = student_logits(model, data, gamma_train)[:, :-1].float()
-        agree += ((logits.argmax(-1) == target) & mask).sum().item()
-        p = torch.softmax(logits, -1).gather(-1, data["topk_ids"][:, :-1])
-        q = torch.exp(data["topk_values"][:, :-1] - data["logsumexp"][:, :-1, None])
-        alpha += (torch.minimum(p, q).sum(-1) * mask).sum().item()
-        positions += mask.sum().item()
-        for gamma in EVAL_GAMMAS:
-            blocks = student_logits(model, data, gamma)[:, :-1] if isinstance(model, TandemModel) else logits
-            matches = (blocks.argmax(-1) == target) & mask
-            for begin in range(0, matches.shape[1] - gamma + 1, gamma):
-                inside = mask[:, begin : begin + gamma].all(-1)  # blocks wholly inside an answer
-                run = matches[:, begin : begin + gamma].long().cumprod(-1).sum(-1)
-                accepted[gamma][0] += run[inside].sum().item()
-                accepted[gamma][1] += int(inside.sum())
-    model.train(was_training)
-    report = {"heldout_agreement": agree / max(positions, 1), "heldout_alpha_topk": alpha / max(positions, 1)}
-    report |= {f"accepted_per_block_g{g}": total / max(n, 1) for g, (total, n) in accepted.items()}
-    return report
-
-
 def _branch(checkpoint: Path, output: Path) -> None:
     """Start ``output`` from another run's ``checkpoint-K``: the checkpoint and that run's log up to K."""
     if not (checkpoint / TRAINER_STATE_FILE).is_file():
@@ -205,42 +127,15 @@ def train_tandem(
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
     train_ids, heldout_ids = split(cache, config.heldout_fraction)
     heldout_ids = heldout_ids[: config.eval_sequences]
-
-    if config.branch_from and not checkpoints_in(output):
-        _branch(Path(config.branch_from), output)
-    checkpoints = checkpoints_in(output) if config.resume or config.branch_from else []
-    if checkpoints:
-        model = load_checkpoint(config.architecture, checkpoints[-1])
-    secondary = model.secondary if isinstance(model, TandemModel) else model
-    freeze_vocabulary(secondary)  # the shared vocabulary stays the target's
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(config.warmup_steps, config.steps))
-    book = RunBook(
-        output,
-        accelerator,
-        lambda folder: _save(accelerator.unwrap_model(model), folder, tokenizer),  # the prepared model
-        optimizer,
-        scheduler,
-        score=lambda scores: scores["accepted_per_block_g5"],
-        time_limit_s=config.time_limit_s,
-    )
-    if checkpoints:
-        book.resume(checkpoints[-1])
-        if config.branch_from and book.step == int(Path(config.branch_from).name.split("-")[1]):
-            # a branch picks its best among its own evaluations (the source's best/ isn't here)
-            book.best = None
+    model, optimizer, book = _start(model, config, output, accelerator, tokenizer)
     # The schedule stays unprepared: accelerate would step it once per process, as if each process's batch
     # were another step's; here the processes share one batch (see distributed.py)
     model, book.optimizer = accelerator.prepare(model, optimizer)
     model.train()
     book.write_config(config)
     autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
-    bar = tqdm(
-        range(book.step, config.steps),
-        initial=book.step,
-        total=config.steps,
-        desc=f"train {config.architecture}",
-    )
+    steps = range(book.step, config.steps)
+    bar = tqdm(steps, initial=book.step, total=config.steps, desc=f"train {config.architecture}")
     for step in bar:
         record = _distil_step(model, cache, train_ids, config, step, book, autocast)
         last = step + 1 == config.steps
@@ -257,6 +152,35 @@ def train_tandem(
             break
     accelerator.end_training()  # destroys the process group: gloo's threads left alive can abort the exit
     return output / "best"
+
+
+def _start(model, config: TandemTrainConfig, output: Path, accelerator, tokenizer) -> tuple:
+    """The model (its last checkpoint's weights when resuming or branching) with its vocabulary frozen, its
+    optimiser and run book (the schedule's and optimiser's state restored)."""
+    if config.branch_from and not checkpoints_in(output):
+        _branch(Path(config.branch_from), output)
+    checkpoints = checkpoints_in(output) if config.resume or config.branch_from else []
+    if checkpoints:
+        model = load_checkpoint(config.architecture, checkpoints[-1])
+    secondary = model.secondary if isinstance(model, TandemModel) else model
+    freeze_vocabulary(secondary)  # the shared vocabulary stays the target's
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(config.warmup_steps, config.steps))
+    book = RunBook(
+        output,
+        accelerator,
+        lambda folder: _save(model, folder, tokenizer),  # the module accelerator.prepare wraps
+        optimizer,
+        scheduler,
+        score=lambda scores: scores["accepted_per_block_g5"],
+        time_limit_s=config.time_limit_s,
+    )
+    if checkpoints:
+        book.resume(checkpoints[-1])
+        if config.branch_from and book.step == int(Path(config.branch_from).name.split("-")[1]):
+            # a branch picks its best among its own evaluations (the source's best/ isn't here)
+            book.best = None
+    return model, optimizer, book
 
 
 def _check_pair(model: TandemModel | PreTrainedModel, cache: PrimaryCache, config: TandemTrainConfig) -> None:
@@ -298,13 +222,9 @@ def _distil_step(
     book.scheduler.step()
     book.optimizer.zero_grad()
     book.tokens_seen += batch_count(int((batch["next_is_answer"] & batch["valid"]).sum()), accelerator)
-    return {
-        "step": step + 1,
-        "processes": accelerator.num_processes,
-        "loss": loss.item(),
-        "ce": ce.item(),
-        "kd": kd.item(),
-        "lambda": weight,
+    record = {"step": step + 1, "processes": accelerator.num_processes}
+    record |= {"loss": loss.item(), "ce": ce.item(), "kd": kd.item(), "lambda": weight}
+    return record | {
         "lr": book.scheduler.get_last_lr()[0],
         "tokens_seen": book.tokens_seen,
         "elapsed_s": book.elapsed(),

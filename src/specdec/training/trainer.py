@@ -215,6 +215,30 @@ def _save(folder: Path, step: int, draft, tokenizer, optimizer, scheduler, accel
         save_trainer_state(folder, step, None, 0, optimizer, scheduler)
 
 
+def _check_data(train_stream, alignment, config: TrainConfig) -> None:
+    """Something to train on, and alignment data only with a schedule that reaches it."""
+    if train_stream is None and not alignment:
+        raise InvalidArgumentError("nothing to train on: give a text corpus, alignment data, or both")
+    if alignment and config.align_every < 1 and train_stream is not None:
+        raise InvalidArgumentError("alignment data given but align_every < 1")
+
+
+def _optimise_on(
+    batch: _Batch, models, params, optimizer, scheduler, accelerator, config: TrainConfig
+) -> dict:
+    """One optimiser step on ``batch`` with ``models`` (draft, its early exit or None, target); returns the
+    step's losses averaged over processes, each weighted by its process's share of the batch's tokens."""
+    draft, exit_model, target = models
+    share = batch_share(
+        batch.tokens[:, 1:].numel() if batch.mask is None else int(batch.mask.sum()), accelerator
+    )
+    terms = _losses(draft, exit_model, target, batch, config)
+    (terms["loss"] * share).backward()
+    optimiser_step(params, optimizer, scheduler, config.grad_clip, accelerator)
+    record = {name: batch_mean(value * share, accelerator).item() for name, value in terms.items()}
+    return record | {"lambda": batch.weight, "source": batch.source, "lr": scheduler.get_last_lr()[0]}
+
+
 def train_draft(
     draft: PreTrainedModel,
     target: PreTrainedModel,
@@ -227,10 +251,7 @@ def train_draft(
 ) -> Path:
     """Train ``draft`` in place of its weights and return the final checkpoint folder."""
     check_same_vocabulary(target, tokenizer, draft, None)
-    if train_stream is None and not alignment:
-        raise InvalidArgumentError("nothing to train on: give a text corpus, alignment data, or both")
-    if alignment and config.align_every < 1 and train_stream is not None:
-        raise InvalidArgumentError("alignment data given but align_every < 1")
+    _check_data(train_stream, alignment, config)
     output = Path(config.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
@@ -243,7 +264,8 @@ def train_draft(
     windows = None
     if heldout_stream is not None:
         windows = fixed_windows(heldout_stream, config.eval_windows, config.seq_len + 1)
-    if accelerator.is_main_process:
+    main = accelerator.is_main_process
+    if main:
         (output / "train_config.json").write_text(json.dumps(asdict(config), indent=1))
     save = partial(
         _save,
@@ -257,28 +279,19 @@ def train_draft(
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     desc = "train early exit" if exit_model is not None else "train draft"
     bar = tqdm(
-        range(start_step, config.steps),
-        initial=start_step,
-        total=config.steps,
-        desc=desc,
-        disable=not accelerator.is_main_process,
+        range(start_step, config.steps), initial=start_step, total=config.steps, desc=desc, disable=not main
     )
     for step in bar:
         batch = _batch_at(step, config, train_stream, alignment, rows, accelerator.device, pad_id)
-        share = batch_share(
-            batch.tokens[:, 1:].numel() if batch.mask is None else int(batch.mask.sum()), accelerator
-        )
-        terms = _losses(draft, exit_model, target, batch, config)
-        (terms["loss"] * share).backward()  # weighted by this process's share of the batch
-        optimiser_step(params, optimizer, scheduler, config.grad_clip, accelerator)
         record = {"step": step + 1, "processes": accelerator.num_processes}
-        record |= {name: batch_mean(value * share, accelerator).item() for name, value in terms.items()}
-        record |= {"lambda": batch.weight, "source": batch.source, "lr": scheduler.get_last_lr()[0]}
+        record |= _optimise_on(
+            batch, (draft, exit_model, target), params, optimizer, scheduler, accelerator, config
+        )
         record["elapsed_s"] = round(time.perf_counter() - started, 1)
         if windows is not None and ((step + 1) % config.eval_every == 0 or step + 1 == config.steps):
             record.update(_heldout(draft, exit_model, target, windows))
             bar.set_postfix(ce=f"{record['heldout_ce']:.3f}", agree=f"{record['top1_agreement']:.3f}")
-        if accelerator.is_main_process:
+        if main:
             with (output / "log.jsonl").open("a") as f:
                 f.write(json.dumps(record) + "\n")
         if (step + 1) % config.save_every == 0 and step + 1 < config.steps:

@@ -28,7 +28,7 @@ from specdec.inputs import check_count
 from specdec.models.bita import BiTAAdapter
 from specdec.training.answers import TargetAnswer
 from specdec.training.bookkeeping import RunBook, check_time_limit
-from specdec.training.checkpoints import checkpoints_in, warmup_cosine
+from specdec.training.checkpoints import checkpoints_in
 from specdec.training.distributed import batch_mean, batch_share, optimiser_step, rank_rows, sync_weights
 from specdec.training.sar import EFFICIENT, IGNORE, accepted_per_step, sar_batch, sar_logits, sar_loss
 
@@ -127,26 +127,23 @@ def split(answers: Sequence[TargetAnswer], fraction: float) -> tuple[list, list]
 
 
 def _start(adapter: BiTAAdapter, config: BiTATrainConfig, output: Path, accelerator) -> tuple:
-    """The adapter in train mode (its last checkpoint's weights when resuming), its schedule and run book
-    (the optimiser's and schedule's state restored)."""
+    """The adapter in train mode (its last checkpoint's weights when resuming) and its run book (the
+    optimiser's and schedule's state restored)."""
     checkpoints = checkpoints_in(output) if config.resume else []
     if checkpoints:
         adapter = BiTAAdapter.from_pretrained(checkpoints[-1])
     adapter.train()
-    optimizer = torch.optim.AdamW(adapter.parameters(), lr=config.lr, weight_decay=0.0)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(config.warmup_steps, config.steps))
-    book = RunBook(
+    book = RunBook.open(
         output,
         accelerator,
+        config,
+        adapter.parameters(),
         adapter.save_pretrained,
-        optimizer,
-        scheduler,
         score=selected_score,
-        time_limit_s=config.time_limit_s,
+        checkpoint=checkpoints[-1] if checkpoints else None,
+        weight_decay=0.0,
     )
-    if checkpoints:
-        book.resume(checkpoints[-1])
-    return adapter, scheduler, book
+    return adapter, book
 
 
 def train_bita(
@@ -163,16 +160,15 @@ def train_bita(
     heldout = heldout[: config.eval_sequences]
     model.requires_grad_(False)
     model.eval()
-    adapter, scheduler, book = _start(adapter, config, output, accelerator)
+    adapter, book = _start(adapter, config, output, accelerator)
     # Neither is DDP-wrapped: the frozen model has nothing to train and the adapter is called by its parts
     model, adapter = model.to(accelerator.device), adapter.to(accelerator.device)
     sync_weights(adapter, accelerator)
     rows = rank_rows(config.batch_size, accelerator)
     book.write_config(config)
     autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
-    steps = range(book.step, config.steps)
     bar = tqdm(
-        steps,
+        range(book.step, config.steps),
         initial=book.step,
         total=config.steps,
         desc="train bita",
@@ -183,7 +179,7 @@ def train_bita(
         batch = {k: v[rows].to(accelerator.device) for k, v in batch.items()}  # this process's rows of it
         loss = _sar_step(model, adapter, batch, config, book, autocast)
         record = {"step": step + 1, "processes": accelerator.num_processes}
-        record |= {"loss": loss, "lr": scheduler.get_last_lr()[0]}
+        record |= {"loss": loss, "lr": book.scheduler.get_last_lr()[0]}
         record |= {"sar_tokens_seen": book.tokens_seen, "elapsed_s": book.elapsed()}
         last = step + 1 == config.steps
         if (step + 1) % config.eval_every == 0 or last:

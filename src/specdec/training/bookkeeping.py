@@ -15,11 +15,12 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+import torch
 from accelerate import Accelerator
 from tqdm.auto import tqdm
 
 from specdec.errors import InvalidArgumentError
-from specdec.training.checkpoints import load_trainer_state, save_trainer_state
+from specdec.training.checkpoints import load_trainer_state, save_trainer_state, warmup_cosine
 
 
 def check_time_limit(seconds: float | None) -> None:
@@ -51,6 +52,39 @@ class RunBook:
         self.time_limit_s = time_limit_s  # stop after the step that crosses it, on a checkpoint
         self.step, self.best, self.tokens_seen = 0, None, 0
         self.started = time.perf_counter()
+
+    @classmethod
+    def open(
+        cls,
+        output: Path,
+        accelerator: Accelerator,
+        config,
+        parameters,
+        save_weights,
+        *,
+        score,
+        checkpoint,
+        **adamw,
+    ) -> RunBook:
+        """A run's book with its AdamW optimiser over ``parameters`` (``config.lr``, ``adamw`` options) and
+        warm-up + cosine schedule (``config.warmup_steps`` of ``config.steps``), stopping at
+        ``config.time_limit_s``; resumed from ``checkpoint`` unless it is None."""
+        optimizer = torch.optim.AdamW(parameters, lr=config.lr, **adamw)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, warmup_cosine(config.warmup_steps, config.steps)
+        )
+        book = cls(
+            output,
+            accelerator,
+            save_weights,
+            optimizer,
+            scheduler,
+            score=score,
+            time_limit_s=config.time_limit_s,
+        )
+        if checkpoint is not None:
+            book.resume(checkpoint)
+        return book
 
     def resume(self, checkpoint: Path) -> None:
         """Continue from ``checkpoint``: its optimizer and schedule, step, best and tokens seen."""

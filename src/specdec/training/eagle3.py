@@ -29,7 +29,7 @@ from specdec.inputs import check_count
 from specdec.models.eagle3 import Eagle3Head
 from specdec.models.eagle3_layout import load_head, save_head
 from specdec.training.bookkeeping import RunBook, check_time_limit
-from specdec.training.checkpoints import checkpoints_in, warmup_cosine
+from specdec.training.checkpoints import checkpoints_in
 from specdec.training.distributed import (
     batch_count,
     batch_mean,
@@ -229,27 +229,23 @@ def _train_step(
 
 
 def _start(head: Eagle3Head, config: Eagle3TrainConfig, output: Path, accelerator, verifier: dict) -> tuple:
-    """The head on the device in train mode (its last checkpoint's weights when resuming), its optimiser,
-    schedule and run book (their state restored), the weights the same in every process."""
+    """The head on the device in train mode (its last checkpoint's weights when resuming) and its run book
+    (the optimiser's and schedule's state restored), the weights the same in every process."""
     checkpoints = checkpoints_in(output) if config.resume else []
     head = load_head(checkpoints[-1]) if checkpoints else head
-    optimizer = torch.optim.AdamW(head.parameters(), lr=config.lr)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(config.warmup_steps, config.steps))
     model = head.to(accelerator.device).train()  # not DDP-wrapped: the passes call its parts (_train_step)
-    book = RunBook(
+    book = RunBook.open(
         output,
         accelerator,
+        config,
+        model.parameters(),
         lambda folder: save_head(model, folder, verifier, speculative_tokens=config.ttt_steps),
-        optimizer,
-        scheduler,
         score=lambda scores: scores["accepted_per_chain"],
-        time_limit_s=config.time_limit_s,
+        checkpoint=checkpoints[-1] if checkpoints else None,
     )
-    if checkpoints:
-        book.resume(checkpoints[-1])
     sync_weights(model, accelerator)
     book.write_config(config)
-    return model, optimizer, scheduler, book
+    return model, book
 
 
 def train_eagle3(
@@ -263,7 +259,7 @@ def train_eagle3(
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
     train_ids, heldout_ids = split(cache, config.heldout_fraction)
     heldout_ids = heldout_ids[: config.eval_sequences]
-    model, optimizer, scheduler, book = _start(head, config, output, accelerator, verifier)
+    model, book = _start(head, config, output, accelerator, verifier)
     embeddings, index = embeddings.detach().to(accelerator.device), draft_index(model)
 
     def score_and_log(record: dict) -> None:
@@ -274,7 +270,7 @@ def train_eagle3(
 
     autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
     context = {"config": config, "accelerator": accelerator, "autocast": autocast}
-    context |= {"optimizer": optimizer, "scheduler": scheduler}
+    context |= {"optimizer": book.optimizer, "scheduler": book.scheduler}
     if book.step == 0:  # the starting head's scores: the bar a continued one must clear
         score_and_log({"step": 0, "tokens_seen": 0})
     for step in tqdm(
@@ -287,7 +283,7 @@ def train_eagle3(
         book.tokens_seen += batch_count(answers, accelerator)
         record = {"step": step + 1, "processes": accelerator.num_processes}
         loss = batch_mean(torch.tensor(loss), accelerator).item()
-        record |= {"loss": loss, "loss_per_pass": per_pass, "lr": scheduler.get_last_lr()[0]}
+        record |= {"loss": loss, "loss_per_pass": per_pass, "lr": book.scheduler.get_last_lr()[0]}
         record |= {"tokens_seen": book.tokens_seen, "elapsed_s": book.elapsed()}
         last = step + 1 == config.steps
         if (step + 1) % config.eval_every == 0 or last:

@@ -35,7 +35,6 @@ from specdec.training.checkpoints import (
     TRAINER_STATE_FILE,
     checkpoints_in,
     freeze_vocabulary,
-    warmup_cosine,
 )
 from specdec.training.distributed import batch_count, batch_mean, global_denominator, rank_picks
 from specdec.training.primary_cache import PrimaryCache, split
@@ -127,10 +126,10 @@ def train_tandem(
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
     train_ids, heldout_ids = split(cache, config.heldout_fraction)
     heldout_ids = heldout_ids[: config.eval_sequences]
-    model, optimizer, book = _start(model, config, output, accelerator, tokenizer)
+    model, book = _start(model, config, output, accelerator, tokenizer)
     # The schedule stays unprepared: accelerate would step it once per process, as if each process's batch
     # were another step's; here the processes share one batch (see distributed.py)
-    model, book.optimizer = accelerator.prepare(model, optimizer)
+    model, book.optimizer = accelerator.prepare(model, book.optimizer)
     model.train()
     book.write_config(config)
     autocast = torch.autocast(accelerator.device.type, dtype=torch.bfloat16) if config.bf16 else nullcontext()
@@ -155,8 +154,8 @@ def train_tandem(
 
 
 def _start(model, config: TandemTrainConfig, output: Path, accelerator, tokenizer) -> tuple:
-    """The model (its last checkpoint's weights when resuming or branching) with its vocabulary frozen, its
-    optimiser and run book (the schedule's and optimiser's state restored)."""
+    """The model (its last checkpoint's weights when resuming or branching) with its vocabulary frozen, and
+    its run book (the optimiser's and schedule's state restored)."""
     if config.branch_from and not checkpoints_in(output):
         _branch(Path(config.branch_from), output)
     checkpoints = checkpoints_in(output) if config.resume or config.branch_from else []
@@ -164,23 +163,18 @@ def _start(model, config: TandemTrainConfig, output: Path, accelerator, tokenize
         model = load_checkpoint(config.architecture, checkpoints[-1])
     secondary = model.secondary if isinstance(model, TandemModel) else model
     freeze_vocabulary(secondary)  # the shared vocabulary stays the target's
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(config.warmup_steps, config.steps))
-    book = RunBook(
+    book = RunBook.open(
         output,
         accelerator,
+        config,
+        [p for p in model.parameters() if p.requires_grad],
         lambda folder: _save(model, folder, tokenizer),  # the module accelerator.prepare wraps
-        optimizer,
-        scheduler,
         score=lambda scores: scores["accepted_per_block_g5"],
-        time_limit_s=config.time_limit_s,
+        checkpoint=checkpoints[-1] if checkpoints else None,
     )
-    if checkpoints:
-        book.resume(checkpoints[-1])
-        if config.branch_from and book.step == int(Path(config.branch_from).name.split("-")[1]):
-            # a branch picks its best among its own evaluations (the source's best/ isn't here)
-            book.best = None
-    return model, optimizer, book
+    if checkpoints and config.branch_from and book.step == int(Path(config.branch_from).name.split("-")[1]):
+        book.best = None  # a branch picks its best among its own evaluations (the source's best/ isn't here)
+    return model, book
 
 
 def _check_pair(model: TandemModel | PreTrainedModel, cache: PrimaryCache, config: TandemTrainConfig) -> None:

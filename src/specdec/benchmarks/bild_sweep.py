@@ -19,6 +19,7 @@ from pathlib import Path
 
 from specdec.benchmarks.bild_report import plot, summarize_sweep, write_sweep_markdown
 from specdec.benchmarks.data import cnndm_path, load_cnndm, load_spec_bench, spec_bench_path
+from specdec.benchmarks.outputs import add_output_arguments, claim_outputs
 from specdec.benchmarks.progress import progress_bar
 from specdec.benchmarks.report import machine_info, save_report, source_commit
 from specdec.decoders import BiLD, DecodingMethod, PlainDecoding, SpeculativeSampling, TandemGeneration
@@ -88,16 +89,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-new-tokens", type=positive_int, default=64)
     parser.add_argument("--cnndm", type=Path, default=None)
     parser.add_argument("--spec-bench", type=Path, default=None)
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/bild_sweep.json"))
-    parser.add_argument("--markdown", type=Path, default=Path("benchmarks/BILD.md"))
-    parser.add_argument("--plot", type=Path, default=Path("benchmarks/results/bild_sweep.png"))
     parser.add_argument("--cache-dir", default=None)
-    parser.add_argument(
-        "--from-json",
-        type=Path,
-        default=None,
-        help="re-summarise a results file (no runs), rewrite table and plot",
-    )
+    add_output_arguments(parser, "bild_sweep", plot=True, from_json=True)
 
 
 def plan(
@@ -134,6 +127,7 @@ def run_method(setup: Setup, method: SweepMethod, prompt: str, max_new_tokens: i
 
 
 def run_from_args(args: argparse.Namespace) -> dict:
+    claim_outputs(args, "bild_sweep")
     if args.from_json:
         report = json.loads(args.from_json.read_text())
         report["summary"] = summarize_sweep(report["records"])

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from specdec.benchmarks.outputs import add_output_arguments, claim_outputs
 from specdec.benchmarks.report import machine_info
 from specdec.drafters.bita import TREE_SHAPE_FILE as SHAPE_FILE
 from specdec.drafters.bita import TreeShape
@@ -120,12 +121,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shapes", default=",".join(SHAPES), help="tree shapes, comma-separated (widths with /, e.g. 3/2/1)"
     )
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/bita_eval.json"))
-    parser.add_argument("--markdown", type=Path, default=Path("benchmarks/BITA.md"))
+    add_output_arguments(parser, "bita_eval")
     parser.add_argument("--cache-dir", default=None)
 
 
 def run_from_args(args: argparse.Namespace) -> dict:
+    claim_outputs(args, "bita_eval")
     adapters = {}
     for value in args.adapter:
         name, sep, path = value.partition("=")

@@ -29,6 +29,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from specdec.benchmarks.engine_speed_report import markdown
+from specdec.benchmarks.outputs import add_output_arguments, claim_outputs
 from specdec.benchmarks.report import machine_info
 from specdec.decoders.stats import sync_device
 from specdec.engine import Engine
@@ -95,8 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--repeats", type=positive_int, default=3, help="interleaved rounds; medians are reported"
     )
     parser.add_argument("--no-hf", action="store_true", help="skip HF generate")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/engine_speed.json"))
-    parser.add_argument("--markdown", type=Path, default=Path("benchmarks/ENGINE_SPEED.md"))
+    add_output_arguments(parser, "engine_speed")
 
 
 def random_model(shape: str, device: torch.device, dtype: torch.dtype) -> LlamaForCausalLM:
@@ -238,6 +238,7 @@ def measure(shape: str, engines: list[str], args, device: torch.device, dtype: t
 
 
 def run_from_args(args: argparse.Namespace) -> dict:
+    claim_outputs(args, "engine_speed")
     device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
     shapes = [s for s in args.shapes.split(",") if s]
     engines = [e for e in args.engines.split(",") if e]

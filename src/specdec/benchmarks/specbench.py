@@ -11,20 +11,25 @@ alike. Ratios, not absolute times, are the result, each with a bootstrap interva
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import time
 from pathlib import Path
 
 from specdec.benchmarks.data import load_spec_bench, prompt_seed, spec_bench_path
-from specdec.benchmarks.plan import fast_only, fixed_gammas, plan_methods, rotated
+from specdec.benchmarks.outputs import claim_outputs
+from specdec.benchmarks.plan import fast_only, plan_methods, rotated
 from specdec.benchmarks.progress import progress_bar
 from specdec.benchmarks.report import machine_info, save_report, summarize
 from specdec.benchmarks.runner import Runner, static_cache_length
 from specdec.benchmarks.spec_markdown import write_markdown
+from specdec.benchmarks.specbench_options import (
+    methods_arguments,
+    output_arguments,
+    sampling_arguments,
+    workload_arguments,
+)
 from specdec.drafters import make_drafter
 from specdec.errors import InvalidArgumentError
-from specdec.inputs import positive_int
 from specdec.models import load_model, resolve_device, resolve_dtype
 from specdec.models.packaged import BEST_DRAFTERS, drafter_digest
 
@@ -41,154 +46,13 @@ def default_drafters(model: str) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The bench's options, in the groups ``--help`` lists them by."""
-    _workload_arguments(parser)
-    _methods_arguments(parser)
-    _sampling_arguments(parser)
-    _output_arguments(parser)
-
-
-def _workload_arguments(parser: argparse.ArgumentParser) -> None:
-    """The prompts, the target and where it runs."""
-    group = parser.add_argument_group("prompts, target")
-    group.add_argument("--model", default="smollm2-135m")
-    group.add_argument(
-        "--per-task", type=positive_int, default=5, help="prompts per Spec-Bench task (6 tasks)"
-    )
-    group.add_argument("--limit", type=positive_int, default=None, help="cap the number of prompts")
-    group.add_argument("--max-new-tokens", type=positive_int, default=128)
-    group.add_argument("--spec-bench", type=Path, default=None, help="path to Spec-Bench question.jsonl")
-    group.add_argument(
-        "--device", default="cpu", help="where the target and model drafters run: cpu, cuda, cuda:N"
-    )
-    group.add_argument(
-        "--dtype",
-        default="float32",
-        help="weights' dtype; greedy equality with HF plain is checked per prompt (the identical column)",
-    )
-    group.add_argument("--cache-dir", default=None)
-
-
-def _methods_arguments(parser: argparse.ArgumentParser) -> None:
-    """Which methods run beside our plain decoding, on which engines."""
-    group = parser.add_argument_group("methods")
-    group.add_argument(
-        "--drafters",
-        default=None,
-        help="comma-separated drafter specs (default: prompt lookup, and the packaged target's best measured "
-        "drafter and shipped draft; other targets: prompt lookup and drafters derived from the target)",
-    )
-    group.add_argument(
-        "--heuristic-for",
-        default="smollm2-135m-draft",
-        help="drafters also run with HF's +2/-1 γ rule, to compare with the adaptive policy",
-    )
-    group.add_argument(
-        "--fixed-gamma",
-        type=fixed_gammas,
-        default=(),
-        help="comma-separated γ values every drafter (routed ones aside) also runs at, beside the adaptive "
-        "policy: what the policy's choice of block length costs or gains",
-    )
-    group.add_argument("--no-hf", action="store_true", help="skip the HF transformers baselines")
-    group.add_argument(
-        "--engine",
-        default="eager",
-        help="our engines to run, comma-separated: eager (default) and/or fast (the target's verify "
-        "blocks as static-shape steps under torch.compile; the time to build it, compile included, "
-        "is reported)",
-    )
-    group.add_argument(
-        "--fast-drafters",
-        default=None,
-        help="with --engine eager,fast: only these drafters (comma-separated, from --drafters) run on the "
-        "fast engine too, beside its plain decoding (default: every drafter)",
-    )
-    group.add_argument(
-        "--hf-compile",
-        action="store_true",
-        help="also run HF generate with a static cache and its decoding step under torch.compile "
-        "(transformers' CompileConfig defaults; the compile happens in the warm-up, whose time is reported)",
-    )
-    group.add_argument(
-        "--router-gamma-max",
-        type=positive_int,
-        default=8,
-        help="the γ cap of drafters with a block-length router",
-    )
-
-
-def _sampling_arguments(parser: argparse.ArgumentParser) -> None:
-    """Greedy by default; sampled runs and their verify rules."""
-    group = parser.add_argument_group("sampling")
-    group.add_argument(
-        "--temperature",
-        type=float,
-        default=0.0,
-        help="0: greedy (default); > 0: sampled, seeded per prompt, without the HF baselines",
-    )
-    group.add_argument("--top-p", type=float, default=1.0)
-    group.add_argument(
-        "--num-samples",
-        type=positive_int,
-        default=1,
-        help="completions per prompt for our methods (with --temperature > 0); tokens/s counts them all",
-    )
-    group.add_argument(
-        "--verify",
-        default="coupled",
-        help="SpS verify rules to run when sampling: coupled, rejection or both",
-    )
-
-
-def _output_arguments(parser: argparse.ArgumentParser) -> None:
-    """Where the results go; runs never overwrite another run's files."""
-    group = parser.add_argument_group("output")
-    group.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="raw results JSON (default: benchmarks/results/specbench_<UTC date and time>.json)",
-    )
-    group.add_argument(
-        "--markdown", type=Path, default=None, help="the table (default: the JSON's path with .md)"
-    )
-    group.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace existing --out / --markdown files (by default it refuses: runs never overwrite)",
-    )
-    group.add_argument(
-        "--from-json",
-        type=Path,
-        default=None,
-        help="re-summarise a results file (no runs) and rewrite its markdown",
-    )
-    group.add_argument(
-        "--eval-report",
-        type=Path,
-        action="append",
-        default=[],
-        help="specdec eval draft JSON to tabulate too",
-    )
-
-
-def output_paths(args: argparse.Namespace) -> tuple[Path, Path]:
-    """Where this run writes: dated names by default, and never over another run's files unless asked
-    (re-summarising with ``--from-json`` rewrites that file's own table)."""
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d_%H%M")
-    out = args.from_json or args.out or Path(f"benchmarks/results/specbench_{stamp}.json")
-    markdown = args.markdown or out.with_suffix(".md")
-    taken = [] if args.overwrite else [p for p in (out, markdown) if p.exists() and p != args.from_json]
-    if taken and not (args.from_json and taken == [markdown]):
-        raise InvalidArgumentError(
-            f"{', '.join(map(str, taken))} already exist(s): a run does not overwrite another's results "
-            "(choose new --out / --markdown paths, or pass --overwrite)"
-        )
-    return out, markdown
+    for group in (workload_arguments, methods_arguments, sampling_arguments, output_arguments):
+        group(parser)
 
 
 def run_from_args(args: argparse.Namespace) -> dict:
-    out, markdown = output_paths(args)
+    claim_outputs(args, "specbench")
+    out, markdown = args.out, args.markdown
     if args.from_json:
         report = json.loads(args.from_json.read_text())
         # the first prompt ran the methods in their own order (later prompts rotate it)

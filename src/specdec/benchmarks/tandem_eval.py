@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from specdec.benchmarks.bild_report import relative_link
+from specdec.benchmarks.outputs import add_output_arguments, claim_outputs
 from specdec.benchmarks.report import machine_info
 from specdec.drafters.factory import tandem_folder
 from specdec.errors import InvalidArgumentError
@@ -76,9 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--sequences", type=positive_int, default=256, help="at most this many held-out sequences"
     )
     parser.add_argument("--gamma-train", type=positive_int, default=2)
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/tandem_eval.json"))
-    parser.add_argument("--markdown", type=Path, default=Path("benchmarks/TANDEM.md"))
-    parser.add_argument("--plot", type=Path, default=Path("benchmarks/results/tandem_budget.png"))
+    add_output_arguments(parser, "tandem_eval", plot=True)
 
 
 def heldout_range(cache: PrimaryCache, fraction: float, skip: int, limit: int) -> Sequence[int]:
@@ -145,6 +144,7 @@ def budget_curve(log: Path) -> list[dict]:
 
 
 def run_from_args(args: argparse.Namespace) -> dict:
+    claim_outputs(args, "tandem_eval")
     models = _named(args.model, "--model")
     caches = {}
     for name, path in _named(args.cache, "--cache").items():

@@ -23,4 +23,4 @@ def test_a_relative_path_is_read_from_the_working_folder(tmp_path, monkeypatch):
 def test_records_elsewhere_keep_the_path_as_given(tmp_path):
     page = tmp_path / "pages" / "BENCH.md"
     elsewhere = str(tmp_path / "runs" / "bench.json")
-    assert records_line(elsewhere, page) == f"Raw per-prompt records: `{elsewhere}`."
+    assert records_line(elsewhere, page) == f"Raw per-prompt records: [{elsewhere}]({elsewhere})."

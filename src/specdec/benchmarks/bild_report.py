@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from specdec.benchmarks.outputs import relative_link
 from specdec.benchmarks.report import bootstrap_interval, mean_interval, tokens_per_second
 from specdec.benchmarks.spec_markdown import digest_lines, fmt
 from specdec.errors import SpecDecError
@@ -232,13 +233,6 @@ def _quality_change(row: dict) -> str:
         return "–"
     low, high = row["rougeL_vs_plain_ci95"]
     return f"{row['rougeL_vs_plain']:+.1f} [{low:+.1f}, {high:+.1f}]"
-
-
-def relative_link(target: Path, start: Path) -> str:
-    try:
-        return str(target.resolve().relative_to(start.resolve()))
-    except ValueError:
-        return str(target)
 
 
 def plot(report: dict, path: Path) -> None:

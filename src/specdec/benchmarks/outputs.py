@@ -69,3 +69,11 @@ def claim_outputs(args: argparse.Namespace, kind: str) -> None:
             f"{', '.join(taken)} already exist(s): a run does not overwrite another's results "
             "(choose new --out / --markdown paths, or pass --overwrite)"
         )
+
+
+def relative_link(target: Path, start: Path) -> str:
+    """``target`` as a page in ``start`` links to it: relative where it lies below, else as given."""
+    try:
+        return str(target.resolve().relative_to(start.resolve()))
+    except ValueError:
+        return str(target)

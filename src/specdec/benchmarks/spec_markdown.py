@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from specdec.benchmarks.outputs import relative_link
 from specdec.benchmarks.report import BOOTSTRAP_RESAMPLES
 
 
@@ -45,13 +46,9 @@ def write_markdown(report: dict, path: Path) -> None:
 
 
 def records_line(json_path: str, page: Path) -> str:
-    """Where the run's records are, said from the page: a link relative to the page's folder when the
-    records sit beside it or below (``results/…``, as the repository keeps them), else the path as given
-    (an absolute path would name the machine's folders, not the repository's)."""
-    records, folder = Path(json_path).resolve(), page.resolve().parent
-    if not records.is_relative_to(folder):
-        return f"Raw per-prompt records: `{json_path}`."
-    link = records.relative_to(folder).as_posix()
+    """Where the run's records are, as a link from the page: relative to its folder where they lie below
+    it (``results/…``, as the repository keeps them), so it names the repository's files, not a machine's."""
+    link = relative_link(Path(json_path), page.parent)
     return f"Raw per-prompt records: [{link}]({link})."
 
 

@@ -23,8 +23,7 @@ from pathlib import Path
 
 import torch
 
-from specdec.benchmarks.bild_report import relative_link
-from specdec.benchmarks.outputs import add_output_arguments, claim_outputs
+from specdec.benchmarks.outputs import add_output_arguments, claim_outputs, relative_link
 from specdec.benchmarks.report import machine_info
 from specdec.drafters.factory import tandem_folder
 from specdec.errors import InvalidArgumentError

@@ -80,3 +80,12 @@ def test_every_results_command_refuses_another_runs_file_before_running(tmp_path
     assert main([*command.split(), "--out", str(taken)]) == 2
     assert "a run does not overwrite another's results" in capsys.readouterr().err
     assert taken.read_text() == "{}"
+
+
+@pytest.mark.parametrize("command", ["bench serving", "bench server"])
+def test_the_serving_benches_refuse_another_runs_page_too(tmp_path, capsys, command):
+    taken = tmp_path / "taken.md"
+    taken.write_text("another run's page")
+    assert main([*command.split(), "--out", str(tmp_path / "new.json"), "--markdown", str(taken)]) == 2
+    assert f"{taken} already exist(s): a run does not overwrite another's results" in capsys.readouterr().err
+    assert taken.read_text() == "another run's page" and not (tmp_path / "new.json").exists()

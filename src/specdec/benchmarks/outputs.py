@@ -61,13 +61,17 @@ def claim_outputs(args: argparse.Namespace, kind: str) -> None:
     for name in pages:
         if getattr(args, name) is None:
             setattr(args, name, args.out.with_suffix(PAGES[name]))
-    if from_json or args.overwrite:
-        return
-    taken = [str(path) for path in (args.out, *(getattr(args, name) for name in pages)) if path.exists()]
+    if not (from_json or args.overwrite):
+        refuse_taken(args.out, *(getattr(args, name) for name in pages), hint=", or pass --overwrite")
+
+
+def refuse_taken(*paths: str | Path, hint: str = "") -> None:
+    """A :class:`~specdec.errors.InvalidArgumentError` naming each of ``paths`` that holds a file."""
+    taken = [str(path) for path in paths if Path(path).exists()]
     if taken:
         raise InvalidArgumentError(
             f"{', '.join(taken)} already exist(s): a run does not overwrite another's results "
-            "(choose new --out / --markdown paths, or pass --overwrite)"
+            f"(choose new --out / --markdown paths{hint})"
         )
 
 

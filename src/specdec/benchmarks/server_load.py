@@ -29,6 +29,7 @@ from pathlib import Path
 import httpx
 
 from specdec.benchmarks.library_baseline import library_speedup
+from specdec.benchmarks.outputs import refuse_taken
 from specdec.benchmarks.report import machine_info
 from specdec.benchmarks.server_load_report import markdown, rotated
 from specdec.errors import InvalidArgumentError
@@ -219,10 +220,7 @@ def wait_until_healthy(url: str, seconds: float, process: subprocess.Popen | Non
 
 
 def run_from_args(args: argparse.Namespace) -> dict:
-    if Path(args.out).exists() or Path(args.markdown).exists():
-        raise InvalidArgumentError(
-            f"{args.out} or {args.markdown} exists: a run never overwrites another's results"
-        )
+    refuse_taken(args.out, args.markdown)
     if args.rounds < 1:
         raise InvalidArgumentError(f"--rounds must be >= 1, got {args.rounds}")
     if args.url:  # someone else's server: record what the caller says it serves, no guess

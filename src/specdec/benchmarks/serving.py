@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from specdec.benchmarks.data import load_spec_bench, spec_bench_path
+from specdec.benchmarks.outputs import refuse_taken
 from specdec.benchmarks.report import machine_info
 from specdec.decoders import FixedGamma, PlainDecoding, Request, SpeculativeSampling, StopCriteria
 from specdec.decoders.method import DecodingMethod
@@ -143,10 +144,7 @@ def run_round(configs: list[Config], turn: int, engine: Engine, drafters: dict, 
 
 
 def run_from_args(args: argparse.Namespace) -> dict:
-    if Path(args.out).exists() or Path(args.markdown).exists():
-        raise InvalidArgumentError(
-            f"{args.out} or {args.markdown} exists: a run never overwrites another's results"
-        )
+    refuse_taken(args.out, args.markdown)
     if args.rounds < 1:
         raise InvalidArgumentError(f"--rounds must be >= 1, got {args.rounds}")
     loaded = load_model(args.model, cache_dir=args.cache_dir)

@@ -1,14 +1,25 @@
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from specdec.engine import compiling
 from tiny import make_gpt2, make_llama, make_tokenizer
+
+
+def pytest_configure(config):
+    """Under pytest-xdist each worker gets its share of the cores: two workers each running torch on
+    every core would fight over them (the suite's small models gain more from running two tests at
+    once than from two threads in one)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
 
 
 @pytest.fixture(autouse=True)

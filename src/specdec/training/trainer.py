@@ -207,7 +207,8 @@ def _resume(draft: PreTrainedModel, config: TrainConfig, output: Path, accelerat
     return draft, params, optimizer, scheduler, start_step
 
 
-def _save(folder: Path, step: int, draft, tokenizer, optimizer, scheduler, accelerator) -> None:
+def _save(draft, tokenizer, optimizer, scheduler, accelerator, folder: Path, step: int) -> None:
+    """A checkpoint: weights and tokenizer from the main process, with the optimiser's state to resume."""
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         draft.save_pretrained(folder)
@@ -267,14 +268,7 @@ def train_draft(
     main = accelerator.is_main_process
     if main:
         (output / "train_config.json").write_text(json.dumps(asdict(config), indent=1))
-    save = partial(
-        _save,
-        draft=draft,
-        tokenizer=tokenizer,
-        optimizer=optimizer,
-        scheduler=scheduler,
-        accelerator=accelerator,
-    )
+    save = partial(_save, draft, tokenizer, optimizer, scheduler, accelerator)
     started, rows = time.perf_counter(), rank_rows(config.batch_size, accelerator)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     desc = "train early exit" if exit_model is not None else "train draft"

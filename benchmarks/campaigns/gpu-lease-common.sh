@@ -14,13 +14,15 @@ gpu_open() {
   gpu_gguf || exit 1
 }
 
-# Copy what this call carried (.gpu/a, .gpu/b: the GGUF halves; .gpu/data: answers; .gpu/meta; .gpu/init-*/*.tar)
+# Copy what this call carried (.gpu/a, .gpu/b: the GGUF halves; .gpu/data: answers; .gpu/meta; .gpu/sharegpt: the
+# conversations file; .gpu/init-*/*.tar)
 # into $W, install the wheels (.whl) once per machine, and print where things stand.
 gpu_stage() {
   mkdir -p "$W/parts" "$W/data" "$W/caches" "$W/logs" "$W/init"
   for part in .gpu/a/part-* .gpu/b/part-*; do [ -f "$part" ] && cp -n "$part" "$W/parts/"; done
   [ -d .gpu/data ] && cp -n .gpu/data/* "$W/data/"
   [ -d .gpu/meta ] && cp -rn .gpu/meta "$W/"
+  [ -d .gpu/sharegpt ] && mkdir -p "$W/sharegpt" && cp -n .gpu/sharegpt/* "$W/sharegpt/"
   for t in .gpu/init-*/*.tar; do [ -f "$t" ] && tar xf "$t" -C "$W/init"; done
   if [ ! -d "$SITE/transformers" ]; then
     [ -d .whl ] || { echo "wheels missing (carry .whl in the first stage call)"; return 1; }

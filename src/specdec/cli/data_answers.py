@@ -81,6 +81,13 @@ def add_answers_arguments(parser: argparse.ArgumentParser) -> None:
         help="where the target writes (cuda: minutes instead of hours; the cache key holds the dtype only, "
         "so a run resumes on either device)",
     )
+    parser.add_argument(
+        "--answers-from",
+        default=None,
+        help="a folder of answer ids exported without their prompts (e.g. benchmarks/data/sharegpt-rounds): "
+        "rebuild the answer cache from them and the prompts given here, checked against their digests, "
+        "and generate only what they lack",
+    )
     parser.add_argument("--cache-dir", default=None)
 
 
@@ -92,6 +99,7 @@ def run_answers(args: argparse.Namespace) -> list[Path]:
     from specdec.training.prompts import INTENT_OPENERS, load_prompts
 
     own = ("self", "self-intents")
+    answers_from = _answers_folder(args.answers_from)
     intents = _intent_openers(args, INTENT_OPENERS)  # a bad --opener fails before the target loads
     single = [s for s in args.prompts if s not in own and not s.startswith("conversations:")]
     corpora = [load_prompts(spec, args.count, snippet_chars=args.snippet_chars) for spec in single]
@@ -113,7 +121,12 @@ def run_answers(args: argparse.Namespace) -> list[Path]:
     if kept:
         with tqdm(total=len(kept), desc="target answers (cached, resumable)") as bar:
             answers = generate_answers(
-                pipe, kept, batch_size=args.batch_size, progress=bar.update, **settings
+                pipe,
+                kept,
+                batch_size=args.batch_size,
+                progress=bar.update,
+                answers_from=answers_from,
+                **settings,
             )
         files.append((answers_path(pipe, kept, **settings), answers))
     for conversations in chats:
@@ -125,6 +138,7 @@ def run_answers(args: argparse.Namespace) -> list[Path]:
                 rounds=args.rounds,
                 batch_size=args.batch_size,
                 progress=bar.update,
+                answers_from=answers_from,
                 **settings,
             )
     counts = {"prompts": len(prompts), "distinct": len(distinct), "too_long": len(distinct) - len(kept)}
@@ -158,6 +172,18 @@ def _self_written(
                     progress=bar.update,
                 )
     return prompts
+
+
+def _answers_folder(folder: str | None) -> Path | None:
+    """``--answers-from``'s folder, checked before the target loads: it must hold an export's manifest."""
+    from specdec.errors import DataNotFoundError
+    from specdec.training.answers import ANSWER_IDS_MANIFEST
+
+    if folder is None:
+        return None
+    if not (Path(folder) / ANSWER_IDS_MANIFEST).is_file():
+        raise DataNotFoundError(f"--answers-from: no {ANSWER_IDS_MANIFEST} in {folder}")
+    return Path(folder)
 
 
 def _intent_openers(args: argparse.Namespace, default: tuple[str, ...]) -> tuple[str, ...]:

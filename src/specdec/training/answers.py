@@ -7,7 +7,8 @@ answers to chat-style prompts built from the training corpora or written by the 
 answer position the label *is* the target's greedy choice. Generation is the expensive part, so it
 runs in large batches and is appended to one cache file batch by batch, under a key of everything
 that determines it (target, prompts, length, chat template): an interrupted run resumes where it
-stopped, and every later run, of any method, reuses it.
+stopped, and every later run, of any method, reuses it. A cache file can be shared as its answers alone
+(:func:`export_answer_ids`) and rebuilt from them and the prompts' source (:func:`restore_answers`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from specdec.pipeline import Pipeline
 # length (little padding to attend over), and a run stopped early still holds prompts of every length
 # (sorting the whole source would leave a stopped run with only its shortest prompts).
 LENGTH_CHUNK = 1024
+# Answers shared without their prompts (see export_answer_ids) are listed, with digests, in this file.
+ANSWER_IDS_MANIFEST = "answer-ids-manifest.json"
 
 
 @dataclass
@@ -52,6 +55,7 @@ def generate_answers(
     cache_dir: Path,
     batch_size: int = 32,
     progress=None,
+    answers_from: Path | None = None,
 ) -> list[TargetAnswer]:
     """Greedy target answers to ``prompts`` (user texts, or chats ending with a user turn; chat template
     applied), in prompt order.
@@ -60,7 +64,9 @@ def generate_answers(
     are answered ``batch_size`` at a time in :data:`LENGTH_CHUNK` chunks, shortest first within each
     (rows of a batch share the cache's width, so one long prompt would make every row attend over its
     padding), and each batch is appended (flushed to disk) to the cache file in that order: a killed
-    run loses at most one batch, and a rerun reads back what is there and continues.
+    run loses at most one batch, and a rerun reads back what is there and continues. ``answers_from``: a
+    folder of exported answer ids (:func:`export_answer_ids`) to rebuild the cache file from
+    before anything is generated.
     """
     path = answers_path(pipeline, prompts, source=source, max_new_tokens=max_new_tokens, cache_dir=cache_dir)
     ids = [pipeline.encode(p, chat=True) for p in prompts]
@@ -69,6 +75,8 @@ def generate_answers(
         for start in range(0, len(ids), LENGTH_CHUNK)
         for i in sorted(range(start, min(start + LENGTH_CHUNK, len(ids))), key=lambda i: len(ids[i]))
     ]
+    if answers_from is not None:
+        restore_answers(path, [ids[i] for i in order], answers_from)
     answers = read_complete(path)
     if progress is not None and answers:
         progress(len(answers))
@@ -190,3 +198,82 @@ def read_complete(path: Path, parse=lambda row: TargetAnswer(**row)) -> list:
         with path.open("r+b") as f:
             f.truncate(kept)
     return answers
+
+
+def ids_file(folder: Path, cache_file: Path) -> Path:
+    """Where the answer ids of ``cache_file`` (``answers-<key>.jsonl``) are kept in ``folder``."""
+    return Path(folder) / f"{cache_file.stem.replace('answers-', 'answer-ids-', 1)}.jsonl.gz"
+
+
+def export_answer_ids(cache_file: Path, folder: Path) -> Path:
+    """Write the answer ids of every complete row of ``cache_file`` (in its order) to ``folder`` and
+    record the rows' count, answer tokens and sha256 in the folder's manifest.
+
+    The target's answers to prompts a project may not redistribute (ShareGPT's user turns, say) are
+    still its own words: shared this way, without the prompts, :func:`restore_answers` pairs them again
+    with prompts tokenized from the user's own copy of the source, and the answers cost a reader seconds
+    instead of a GPU lease's minutes or a CPU's hours.
+    """
+    cache_file = Path(cache_file)
+    rows = read_complete(cache_file)
+    if not rows:
+        raise DataNotFoundError(f"no complete answers in {cache_file}")
+    text = "".join(json.dumps(row.__dict__) + "\n" for row in rows)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    out = ids_file(folder, cache_file)
+    with out.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
+        f.write("".join(json.dumps(row.answer_ids) + "\n" for row in rows).encode())
+    manifest = _read_manifest(folder)
+    manifest[cache_file.name] = {
+        "rows": len(rows),
+        "answer_tokens": sum(len(row.answer_ids) for row in rows),
+        "sha256": hashlib.sha256(text.encode()).hexdigest(),
+    }
+    (folder / ANSWER_IDS_MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return out
+
+
+def restore_answers(cache_file: Path, prompt_ids: Sequence[list[int]], folder: Path) -> int:
+    """Rebuild ``cache_file`` from ``folder``'s answer ids, ``prompt_ids`` being the prompts in the cache
+    file's order; the rows restored (0 where the folder has none for it or the cache already holds as
+    many). Raises :class:`InvalidArgumentError` where the rebuilt rows' digest is not the recorded one:
+    another source file, tokenizer or chat template would put the answers under the wrong prompts."""
+    cache_file = Path(cache_file)
+    entry = _read_manifest(Path(folder)).get(cache_file.name)
+    if entry is None or len(read_complete(cache_file)) >= entry["rows"]:
+        return 0
+    source = ids_file(folder, cache_file)
+    if not source.is_file():
+        raise DataNotFoundError(f"{folder}'s manifest lists {cache_file.name} but {source.name} is missing")
+    try:
+        with gzip.open(source, "rt", encoding="utf-8") as lines:
+            answers = [json.loads(line) for line in lines]
+    except (OSError, EOFError, ValueError) as err:
+        raise InvalidArgumentError(f"{source} is not a gzipped JSONL of answer ids ({err})") from err
+    if len(answers) != entry["rows"] or len(answers) > len(prompt_ids):
+        raise InvalidArgumentError(
+            f"{source} holds {len(answers)} answers for {len(prompt_ids)} prompts (manifest: {entry['rows']})"
+        )
+    rows = [{"prompt_ids": list(p), "answer_ids": a} for p, a in zip(prompt_ids, answers, strict=False)]
+    text = "".join(json.dumps(row) + "\n" for row in rows)
+    if hashlib.sha256(text.encode()).hexdigest() != entry["sha256"]:
+        raise InvalidArgumentError(
+            f"the answers in {folder} do not rebuild {cache_file.name}: its prompts differ from those "
+            "they answered (another source file, tokenizer or chat template)"
+        )
+    cache_file.parent.mkdir(parents=True, exist_ok=True)
+    partial = cache_file.with_suffix(".restoring")
+    partial.write_text(text)
+    os.replace(partial, cache_file)
+    return len(rows)
+
+
+def _read_manifest(folder: Path) -> dict:
+    path = folder / ANSWER_IDS_MANIFEST
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except ValueError as err:
+        raise InvalidArgumentError(f"{path} is not JSON ({err})") from err

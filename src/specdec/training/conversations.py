@@ -63,12 +63,14 @@ def answer_conversations(
     rounds: int | None = None,
     batch_size: int = 32,
     progress=None,
+    answers_from: Path | None = None,
 ) -> list[tuple[Path, list[TargetAnswer]]]:
     """The target's answers to every turn of ``conversations``: per round (up to ``rounds``), its cache
     file and answers.
 
     A conversation leaves at the first round whose context (earlier turns, the target's earlier
-    answers and the new turn, chat template applied) exceeds ``max_prompt_tokens``.
+    answers and the new turn, chat template applied) exceeds ``max_prompt_tokens``. ``answers_from``:
+    exported answer ids to rebuild each round's cache file from (:func:`generate_answers`).
     """
     given: list[list[str]] = [[] for _ in conversations]
     depth = max(len(c) for c in conversations)
@@ -82,7 +84,9 @@ def answer_conversations(
         if not chats:
             break
         settings = {"source": source, "max_new_tokens": max_new_tokens, "cache_dir": cache_dir}
-        answers = generate_answers(pipeline, chats, batch_size=batch_size, progress=progress, **settings)
+        answers = generate_answers(
+            pipeline, chats, batch_size=batch_size, progress=progress, answers_from=answers_from, **settings
+        )
         for i, answer in zip(live, answers, strict=True):
             given[i].append(pipeline.tokenizer.decode(answer.answer_ids, skip_special_tokens=True).strip())
         per_round.append((answers_path(pipeline, chats, **settings), answers))

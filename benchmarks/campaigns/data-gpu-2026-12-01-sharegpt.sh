@@ -18,6 +18,11 @@
 #   bash benchmarks/campaigns/data-gpu-2026-12-01-sharegpt.sh run 200   # carry .gpu/meta .gpu/sharegpt
 # with .gpu/sharegpt/prompts.jsonl.gz copied from ../shared/data/train/sharegpt (2.5 MB). DEVICE=cpu
 # PY=.venv/bin/python SITE=<the venv's site-packages> WORKERS=2 BATCH=8 LIMIT=6 NEW_TOKENS=16 dry-runs it here.
+# Since the fifty-ninth session the CPU's answers to every round are committed without ShareGPT's text
+# (benchmarks/data/sharegpt-rounds): with those files copied into .gpu/sharegpt beside prompts.jsonl.gz and
+# WORKERS=1 BATCH=64 (the CPU run's one shard, so the same cache keys), `data answers --answers-from` rebuilds every
+# round from them in about a minute and generates nothing; with four shards their keys differ and it answers as
+# before.
 set -uo pipefail
 T0=$(date +%s)
 PHASE=${1:?stage or run}
@@ -38,7 +43,8 @@ worker() {  # conversations w, w + WORKERS, ... (LIMIT at most), every round; ea
   local w=$1 shard=$W/sharegpt/shard-$w.jsonl log=$W/logs/data-sharegpt-$w.log rc r=0 file
   zcat "$W/sharegpt/prompts.jsonl.gz" | awk -v w="$w" -v n="$WORKERS" -v k="$LIMIT" '(NR - 1) % n == w && c++ < k' > "$shard"
   echo "[w$w] $(wc -l < "$shard") conversations $(date -Is)"
-  timeout $(($(left) - 20)) $PY -m specdec data answers --device "$DEVICE" --dtype bf16 --batch-size "$BATCH" \
+  local from=(); [ -f "$W/sharegpt/answer-ids-manifest.json" ] && from=(--answers-from "$W/sharegpt")
+  timeout $(($(left) - 20)) $PY -m specdec data answers "${from[@]}" --device "$DEVICE" --dtype bf16 --batch-size "$BATCH" \
     --max-new-tokens "$NEW_TOKENS" --max-prompt-tokens 768 --prompts "conversations:$shard" --count "$LIMIT" \
     --cache-dir "$W/hf" 2>&1 | grep -v -E "it/s\]|s/it\]|Loading weights" > "$log"
   rc=${PIPESTATUS[0]}; echo "[w$w] exit $rc $(date -Is)"; tail -4 "$log"

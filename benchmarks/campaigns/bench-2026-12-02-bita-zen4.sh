@@ -10,6 +10,6 @@ source "$(dirname "$0")/bench-tree-common.sh"
 bench_tree "$1" "bita zen4"
 B=smollm2-135m-bita
 specdec bench spec --per-task 5 --max-new-tokens 128 --no-hf \
-  --drafters "bita[2]:$B,lookup+bita[2]:$B,lookup" \
+  --drafters "bita[2]:$B,lookup+bita[2]:$B,prompt-lookup" \
   --out benchmarks/results/bita_zen4_2026-12-02.json --markdown benchmarks/BITA_ZEN4_2026-12-02.md
 echo "== done $(date -Is)"
